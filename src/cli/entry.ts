@@ -1,0 +1,5 @@
+// The process entry of `telesync`: bin/telesync.js loads it through tsx; the Docker image runs its
+// compiled form (dist/src/cli/entry.js).
+import { runCli } from './main.js';
+
+process.exitCode = await runCli(process.argv.slice(2));

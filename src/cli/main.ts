@@ -1,0 +1,51 @@
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../config/config-errors.js';
+import { EmbeddedDatabaseBusyError } from '../db/embedded-lock.js';
+import { describeError } from '../util/coerce-error.js';
+import { TELESYNC_VERSION } from '../version.js';
+import { processIo, type CliIo } from './cli-io.js';
+import { createCommandContext } from './command-context.js';
+import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
+import { registerMigrateCommand } from './migrate-command.js';
+
+/**
+ * Runs the `telesync` command line and returns its exit code. Never throws: every failure is
+ * printed as a message that says what to do, and mapped to an exit code (0 done, 1 failed run,
+ * 2 bad usage or configuration).
+ */
+export async function runCli(argv: readonly string[], io: CliIo = processIo()): Promise<ExitCode> {
+  let exitCode: ExitCode = EXIT.OK;
+  const context = createCommandContext(io, (code) => (exitCode = code));
+  const program = new Command('telesync')
+    .description('Keeps a PostgreSQL database in step with a cloud telephony account.')
+    .version(TELESYNC_VERSION, '-V, --version')
+    .exitOverride()
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
+  registerMigrateCommand(program, context);
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return exitCode;
+  } catch (error) {
+    return reportFailure(error, io);
+  }
+}
+
+function reportFailure(error: unknown, io: CliIo): ExitCode {
+  if (error instanceof CommanderError) {
+    // Help and version are "errors" only to commander.
+    if (error.exitCode === 0) return EXIT.OK;
+    return EXIT.USAGE;
+  }
+  if (error instanceof ConfigError || error instanceof UsageError) {
+    io.err(error.message);
+    return EXIT.USAGE;
+  }
+  if (error instanceof EmbeddedDatabaseBusyError) {
+    io.err(error.message);
+    return EXIT.FAILED;
+  }
+  io.err(`telesync failed: ${describeError(error)}`);
+  return EXIT.FAILED;
+}

@@ -1,0 +1,45 @@
+import type { Command } from 'commander';
+import { listMigrationStatus, migrateToLatest } from '../db/migrate.js';
+import type { CommandContext } from './command-context.js';
+import { EXIT, type ExitCode } from './exit-codes.js';
+
+export function registerMigrateCommand(program: Command, context: CommandContext): void {
+  program
+    .command('migrate')
+    .description("create or update telesync's tables in the database")
+    .option('--status', 'list the migrations and whether each is applied, without applying any')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ telesync migrate            # apply what is pending\n  $ telesync migrate --status   # show what is applied',
+    )
+    .action(async (options: { status?: boolean }) => {
+      context.setExit(await runMigrate(context, options.status === true));
+    });
+}
+
+async function runMigrate(context: CommandContext, statusOnly: boolean): Promise<ExitCode> {
+  return context.withDatabase('migrate', async (database) => {
+    const { io } = context;
+    if (statusOnly) {
+      const statuses = await listMigrationStatus(database);
+      for (const status of statuses) {
+        io.out(
+          `${status.executedAt === undefined ? 'pending ' : 'applied '} ${status.name}${status.executedAt ? `  (${status.executedAt})` : ''}`,
+        );
+      }
+      const pending = statuses.filter((status) => status.executedAt === undefined).length;
+      io.out(
+        `${statuses.length - pending} applied, ${pending} pending in schema "${database.schema}" at ${database.location}`,
+      );
+      return EXIT.OK;
+    }
+    const applied = await migrateToLatest(database);
+    for (const name of applied) io.out(`applied  ${name}`);
+    io.out(
+      applied.length === 0
+        ? `Schema "${database.schema}" at ${database.location} is up to date; nothing to apply.`
+        : `Applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to schema "${database.schema}" at ${database.location}.`,
+    );
+    return EXIT.OK;
+  });
+}

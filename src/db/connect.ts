@@ -1,0 +1,129 @@
+import { join, resolve } from 'node:path';
+import type { PGlite } from '@electric-sql/pglite';
+import { Kysely } from 'kysely';
+import type { DatabaseConfig } from '../config/config-types.js';
+import { redactUrl } from '../util/redact.js';
+import { PGliteDialect } from './drivers/pglite-driver.js';
+import { PgDialect } from './drivers/pg-driver.js';
+import { lockEmbeddedDirectory } from './embedded-lock.js';
+import type { Tables } from './schema.js';
+import { SESSION_SETTINGS, TEXT_PARSERS } from './type-parsers.js';
+
+/** An open telesync database: Kysely bound to the telesync schema, and how to close it. */
+export interface Database {
+  /** Queries built with this instance are qualified with `schema`. */
+  readonly db: Kysely<Tables>;
+  /** The same connection without a default schema (migrations, catalog queries). */
+  readonly root: Kysely<unknown>;
+  /** The schema that holds telesync's tables (TELESYNC_SCHEMA). */
+  readonly schema: string;
+  /** Where the data lives, for people: a redacted URL or the embedded directory. */
+  readonly location: string;
+  /** `postgres` or `embedded`, for messages only: nothing may branch on it. */
+  readonly kind: 'postgres' | 'embedded';
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** Names the process in the embedded lock file, for the "in use by" message. */
+  command?: string;
+  /** Pool size for PostgreSQL. */
+  maxConnections?: number;
+  onIdleError?: (error: Error) => void;
+}
+
+/** The directory below TELESYNC_DATA_DIR where PGlite keeps its files. */
+export const EMBEDDED_PGDATA_DIR = 'pgdata';
+
+/**
+ * Opens the database that `config` names: PostgreSQL through node-postgres when `url` is set,
+ * otherwise the embedded PGlite database under `dataDir` (created on first use). This is the only
+ * place that knows which one it is.
+ */
+export async function openDatabase(
+  config: DatabaseConfig,
+  options: OpenDatabaseOptions = {},
+): Promise<Database> {
+  if (config.url !== undefined) {
+    const dialect = new PgDialect({
+      connectionString: config.url,
+      maxConnections: options.maxConnections ?? 10,
+      ...(options.onIdleError ? { onIdleError: options.onIdleError } : {}),
+    });
+    return wrap(new Kysely<unknown>({ dialect }), config.schema, redactUrl(config.url), 'postgres');
+  }
+
+  const dataDir = resolve(config.dataDir);
+  const lock = lockEmbeddedDirectory(dataDir, options.command ?? 'telesync');
+  try {
+    const pglite = await openPGlite(join(dataDir, EMBEDDED_PGDATA_DIR));
+    const database = wrap(
+      new Kysely<unknown>({ dialect: new PGliteDialect(pglite) }),
+      config.schema,
+      dataDir,
+      'embedded',
+    );
+    return {
+      ...database,
+      close: async () => {
+        try {
+          await database.close();
+        } finally {
+          lock.release();
+        }
+      },
+    };
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
+
+/**
+ * Starts PGlite with telesync's parsers and session settings; `dataDir` undefined keeps it in
+ * memory (tests).
+ */
+export async function openPGlite(dataDir?: string): Promise<PGlite> {
+  // Loaded on demand: the WebAssembly module is large and PostgreSQL users never need it.
+  const { PGlite } = await import('@electric-sql/pglite');
+  const pglite = new PGlite({
+    ...(dataDir !== undefined ? { dataDir } : {}),
+    parsers: TEXT_PARSERS,
+  });
+  await pglite.waitReady;
+  for (const [key, value] of Object.entries(SESSION_SETTINGS)) {
+    await pglite.query(`SELECT set_config($1, $2, false)`, [key, value]);
+  }
+  return pglite;
+}
+
+/** Wraps an already-open PGlite instance (tests that share one in memory). */
+export function databaseFromPGlite(pglite: PGlite, schema: string): Database {
+  return wrap(
+    new Kysely<unknown>({ dialect: new PGliteDialect(pglite) }),
+    schema,
+    'memory',
+    'embedded',
+  );
+}
+
+function wrap(
+  root: Kysely<unknown>,
+  schema: string,
+  location: string,
+  kind: Database['kind'],
+): Database {
+  let closed = false;
+  return {
+    db: (root as Kysely<Tables>).withSchema(schema),
+    root,
+    schema,
+    location,
+    kind,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await root.destroy();
+    },
+  };
+}

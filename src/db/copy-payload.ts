@@ -1,0 +1,62 @@
+import { CompiledQuery } from 'kysely';
+
+/**
+ * Bulk loading through COPY, in the middle of an ordinary Kysely transaction.
+ *
+ * Kysely has no COPY; both drivers of telesync recognise a query whose only parameter is a
+ * `CopyPayload` and run it as `COPY … FROM STDIN` (pg, through pg-copy-streams) or
+ * `COPY … FROM '/dev/blob'` (PGlite). Because it travels as a normal query it runs on the
+ * transaction's own connection, so COPY, upsert and checkpoint commit together.
+ */
+export class CopyPayload {
+  constructor(
+    /** The target, already quoted and schema-qualified: `"telephony"."trunk_calls_staging"`. */
+    readonly target: string,
+    /** Quoted column names in the order of the data's fields. */
+    readonly columns: readonly string[],
+    /** Rows in COPY text format (tab-separated, `\N` for null, newline-terminated). */
+    readonly data: string,
+  ) {}
+
+  /** The column list as SQL: `("a", "b")`. */
+  columnList(): string {
+    return `(${this.columns.join(', ')})`;
+  }
+}
+
+/** Returns the payload when `query` is a COPY request built by `compileCopy`. */
+export function copyPayloadOf(query: CompiledQuery): CopyPayload | undefined {
+  const [first] = query.parameters;
+  return query.parameters.length === 1 && first instanceof CopyPayload ? first : undefined;
+}
+
+/** Builds the query that the drivers turn into a COPY. */
+export function compileCopy(payload: CopyPayload): CompiledQuery {
+  return CompiledQuery.raw(`COPY ${payload.target} ${payload.columnList()} FROM STDIN`, [payload]);
+}
+
+/**
+ * Encodes one value for COPY's text format. `null`/`undefined` become `\N`; strings escape
+ * backslash, tab, newline and carriage return; objects are written as JSON (for jsonb columns).
+ */
+export function encodeCopyValue(value: unknown): string {
+  if (value === null || value === undefined) return '\\N';
+  let text: string;
+  if (typeof value === 'string') text = value;
+  else if (typeof value === 'number' || typeof value === 'bigint') text = String(value);
+  else if (typeof value === 'boolean') return value ? 't' : 'f';
+  else text = JSON.stringify(value);
+  return escapeCopyText(text);
+}
+
+const COPY_SPECIAL = /[\\\t\n\r]/g;
+const COPY_ESCAPES: Readonly<Record<string, string>> = {
+  '\\': '\\\\',
+  '\t': '\\t',
+  '\n': '\\n',
+  '\r': '\\r',
+};
+
+function escapeCopyText(text: string): string {
+  return text.replace(COPY_SPECIAL, (ch) => COPY_ESCAPES[ch] ?? ch);
+}

@@ -1,0 +1,91 @@
+import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
+import { MIGRATIONS } from '../../migrations/index.js';
+import type { SchemaMigration } from '../../migrations/migration-types.js';
+import type { Database } from './connect.js';
+import { qualifiedName } from './identifiers.js';
+
+/** Kysely's bookkeeping tables live in telesync's schema, under these names. */
+export const MIGRATION_TABLE = 'schema_migrations';
+export const MIGRATION_LOCK_TABLE = 'schema_migrations_lock';
+
+/** A migration that failed, with the error the database gave. */
+export class MigrationError extends Error {
+  override name = 'MigrationError';
+  constructor(
+    readonly migration: string,
+    cause: unknown,
+  ) {
+    super(
+      `migration ${migration} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+      {
+        cause,
+      },
+    );
+  }
+}
+
+export interface MigrationStatus {
+  name: string;
+  /** When it was applied; undefined while pending. */
+  executedAt: string | undefined;
+}
+
+function providerFor(schema: string, migrations: readonly SchemaMigration[]): MigrationProvider {
+  return {
+    getMigrations: () => {
+      const byName: Record<string, Migration> = {};
+      for (const migration of migrations) {
+        byName[migration.name] = { up: (db) => migration.up(db, schema) };
+      }
+      return Promise.resolve(byName);
+    },
+  };
+}
+
+function createMigrator(database: Database, migrations: readonly SchemaMigration[]): Migrator {
+  return new Migrator({
+    db: database.root,
+    provider: providerFor(database.schema, migrations),
+    migrationTableSchema: database.schema,
+    migrationTableName: MIGRATION_TABLE,
+    migrationLockTableName: MIGRATION_LOCK_TABLE,
+  });
+}
+
+/**
+ * Applies every pending migration, in order, each in its own transaction. Returns the names it
+ * applied: empty when the schema was already current.
+ */
+export async function migrateToLatest(
+  database: Database,
+  migrations: readonly SchemaMigration[] = MIGRATIONS,
+): Promise<string[]> {
+  // The migrator keeps its own tables in the schema, so the schema must exist before it starts.
+  await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(database.schema)}`.execute(database.root);
+  const { error, results = [] } = await createMigrator(database, migrations).migrateToLatest();
+  if (error !== undefined) {
+    const failed = results.find((result) => result.status === 'Error');
+    throw new MigrationError(failed?.migrationName ?? 'setup', error);
+  }
+  return results
+    .filter((result) => result.status === 'Success')
+    .map((result) => result.migrationName);
+}
+
+/** Every known migration with the time it was applied, or undefined when pending. */
+export async function listMigrationStatus(
+  database: Database,
+  migrations: readonly SchemaMigration[] = MIGRATIONS,
+): Promise<MigrationStatus[]> {
+  const exists = await sql<{ present: boolean }>`
+    SELECT to_regclass(${qualifiedName(database.schema, MIGRATION_TABLE)}) IS NOT NULL AS present
+  `.execute(database.root);
+  if (exists.rows[0]?.present !== true) {
+    return migrations.map((migration) => ({ name: migration.name, executedAt: undefined }));
+  }
+  const applied = await createMigrator(database, migrations).getMigrations();
+  return applied.map((info) => ({
+    name: info.name,
+    executedAt: info.executedAt?.toISOString(),
+  }));
+}

@@ -1,0 +1,78 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/connect.js';
+import { EmbeddedDatabaseBusyError, LOCK_FILE_NAME } from '../../src/db/embedded-lock.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { runTelesync } from '../support/run-telesync.js';
+
+const dirs: string[] = [];
+function freshDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'telesync-embedded-'));
+  dirs.push(dir);
+  return dir;
+}
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const configFor = (dataDir: string) => ({ url: undefined, dataDir, schema: 'telephony' });
+
+describe('the embedded database directory', () => {
+  it('is held by one process: a second one gets a clear error and writes nothing', async () => {
+    const dataDir = freshDir();
+    const holder = await openDatabase(configFor(dataDir), { command: 'telesync test-holder' });
+    try {
+      await migrateToLatest(holder);
+      await holder.db
+        .insertInto('sync_state')
+        .values({ account_id: 'A', stream: 'trunk_calls' })
+        .execute();
+
+      const second = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(`in use by telesync process ${process.pid}`);
+      expect(second.stderr).toContain('telesync test-holder');
+      expect(second.stderr).toMatch(/set DATABASE_URL/);
+
+      await expect(openDatabase(configFor(dataDir))).rejects.toBeInstanceOf(
+        EmbeddedDatabaseBusyError,
+      );
+    } finally {
+      await holder.close();
+    }
+    expect(existsSync(join(dataDir, LOCK_FILE_NAME))).toBe(false);
+
+    // What the holder wrote survived its close and the refused second process.
+    const reopened = await openDatabase(configFor(dataDir));
+    try {
+      const rows = await reopened.db
+        .selectFrom('sync_state')
+        .select(['account_id', 'stream'])
+        .execute();
+      expect(rows).toEqual([{ account_id: 'A', stream: 'trunk_calls' }]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('is taken over from a process that died holding it', async () => {
+    const dataDir = freshDir();
+    // A pid far above the kernel's default pid_max: no such process exists.
+    writeFileSync(
+      join(dataDir, LOCK_FILE_NAME),
+      JSON.stringify({
+        pid: 4_000_000_000,
+        hostname: (await import('node:os')).hostname(),
+        startedAt: 'x',
+        command: 'dead',
+      }),
+    );
+    const result = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/applied {2}0001-initial-schema/);
+    expect(existsSync(join(dataDir, LOCK_FILE_NAME))).toBe(false);
+  });
+});

@@ -1,0 +1,63 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { createCliDatabase } from '../support/test-database.js';
+import { runTelesync } from '../support/run-telesync.js';
+
+const cliDatabase = createCliDatabase();
+
+afterAll(async () => {
+  await cliDatabase.cleanup();
+});
+
+describe(`telesync migrate (${cliDatabase.target.description})`, () => {
+  it('applies the migrations, then finds nothing to apply, and --status lists them', async () => {
+    const first = await runTelesync(['migrate'], cliDatabase.env);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^applied {2}0001-initial-schema$/m);
+
+    const second = await runTelesync(['migrate'], cliDatabase.env);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(/up to date; nothing to apply/);
+    expect(second.stdout).not.toMatch(/^applied /m);
+
+    const status = await runTelesync(['migrate', '--status'], cliDatabase.env);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/^applied {2}0001-initial-schema {2}\(\d{4}-\d\d-\d\dT/m);
+    expect(status.stdout).toMatch(/1 applied, 0 pending/);
+
+    const tables = await cliDatabase.inspect((database) =>
+      database.db.selectFrom('sync_runs').select('id').execute(),
+    );
+    expect(tables).toEqual([]);
+  });
+});
+
+describe('bad configuration exits 2 and names what to fix', () => {
+  it('lists every problem at once', async () => {
+    const result = await runTelesync(['migrate'], {
+      DATABASE_URL: 'mysql://root@localhost/x',
+      TELESYNC_SCHEMA: 'Bad-Name',
+      TELESYNC_MAX_RPS: 'fast',
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/DATABASE_URL: expected a PostgreSQL URL/);
+    expect(result.stderr).toMatch(
+      /TELESYNC_SCHEMA: "Bad-Name" is not a plain lower-case identifier/,
+    );
+    expect(result.stderr).toMatch(/TELESYNC_MAX_RPS: "fast" is not a number/);
+  });
+
+  it('an unknown command exits 2 with a pointer to --help', async () => {
+    const result = await runTelesync(['migrat']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/unknown command 'migrat'/);
+    expect(result.stderr).toMatch(/--help/);
+  });
+
+  it('--help works with no configuration at all and exits 0', async () => {
+    const result = await runTelesync(['--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/Usage: telesync/);
+    expect(result.stdout).toMatch(/migrate/);
+  });
+});

@@ -1,0 +1,36 @@
+import { defineConfig } from 'vitest/config';
+
+const databaseSetup = ['test/support/global-setup.ts'];
+
+export default defineConfig({
+  test: {
+    // A stray `.only` must not silently skip the rest of the suite in CI.
+    allowOnly: !process.env.CI,
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: databaseSetup,
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          globalSetup: databaseSetup,
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+        },
+      },
+    ],
+  },
+});

@@ -1,0 +1,161 @@
+/**
+ * Errors of calls to the service. They carry what an operator needs (status, the service's api_id
+ * and error text, method and path) and never the credentials: the auth token travels only in the
+ * Authorization header, which no error or log line includes.
+ */
+
+/** What went wrong, by where it went wrong. */
+export type ApiFailureKind =
+  /** The service answered with an error status. */
+  | 'http'
+  /** The connection failed or was reset before a complete answer arrived. */
+  | 'network'
+  /** No complete answer within the request timeout. */
+  | 'timeout'
+  /** An answer arrived but its body is not a valid response (truncated, not JSON). */
+  | 'malformed'
+  /** The caller cancelled (shutdown). */
+  | 'aborted';
+
+export interface ApiErrorDetails {
+  kind: ApiFailureKind;
+  method: string;
+  /** Path and query, relative to the base URL. */
+  path: string;
+  /** HTTP status, when the service answered. */
+  status?: number;
+  /** The service's identifier of the request, when its answer carried one. */
+  apiId?: string;
+  /** The service's own error text, when its answer carried one. */
+  serviceMessage?: string;
+  /** Whether trying the same request again may succeed (429, 5xx, network, timeout, malformed). */
+  retryable: boolean;
+  /** Seconds the service asked to wait (Retry-After), when it did. */
+  retryAfterSeconds?: number;
+  /** Attempts made, counting the first. */
+  attempts?: number;
+}
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly kind: ApiFailureKind;
+  readonly method: string;
+  readonly path: string;
+  readonly status: number | undefined;
+  readonly apiId: string | undefined;
+  readonly serviceMessage: string | undefined;
+  readonly retryable: boolean;
+  readonly retryAfterSeconds: number | undefined;
+  readonly attempts: number | undefined;
+
+  constructor(details: ApiErrorDetails, options?: { cause?: unknown }) {
+    super(describeApiFailure(details), options);
+    this.kind = details.kind;
+    this.method = details.method;
+    this.path = details.path;
+    this.status = details.status;
+    this.apiId = details.apiId;
+    this.serviceMessage = details.serviceMessage;
+    this.retryable = details.retryable;
+    this.retryAfterSeconds = details.retryAfterSeconds;
+    this.attempts = details.attempts;
+  }
+
+  /** The same failure after `attempts` attempts in all (for the final error of a retried call). */
+  withAttempts(attempts: number): ApiError {
+    return new ApiError({ ...this.details(), attempts }, { cause: this.cause });
+  }
+
+  details(): ApiErrorDetails {
+    return {
+      kind: this.kind,
+      method: this.method,
+      path: this.path,
+      retryable: this.retryable,
+      ...(this.status !== undefined ? { status: this.status } : {}),
+      ...(this.apiId !== undefined ? { apiId: this.apiId } : {}),
+      ...(this.serviceMessage !== undefined ? { serviceMessage: this.serviceMessage } : {}),
+      ...(this.retryAfterSeconds !== undefined
+        ? { retryAfterSeconds: this.retryAfterSeconds }
+        : {}),
+      ...(this.attempts !== undefined ? { attempts: this.attempts } : {}),
+    };
+  }
+}
+
+/** What the status means for the person reading the error, and what to do about it. */
+const STATUS_ADVICE: Readonly<Record<number, string>> = {
+  400: 'the service rejected the request',
+  401: 'authentication failed: check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
+  403: 'the account may not use this operation',
+  404: 'not found',
+  405: 'method not allowed',
+  429: 'rate limited by the service: lower TELESYNC_MAX_RPS if this persists',
+};
+
+function describeApiFailure(details: ApiErrorDetails): string {
+  const request = `${details.method} ${details.path}`;
+  let what: string;
+  switch (details.kind) {
+    case 'http': {
+      const status = details.status ?? 0;
+      const advice =
+        STATUS_ADVICE[status] ??
+        (status >= 500 ? 'the service had an internal problem' : 'unexpected answer');
+      what = `${status} ${advice}`;
+      break;
+    }
+    case 'network':
+      what = 'the connection failed before a complete answer arrived';
+      break;
+    case 'timeout':
+      what = 'no complete answer within the request timeout (TELESYNC_HTTP_TIMEOUT_MS)';
+      break;
+    case 'malformed':
+      what = 'the answer is not a valid response (truncated or not JSON)';
+      break;
+    case 'aborted':
+      what = 'cancelled';
+      break;
+  }
+  const service = details.serviceMessage ? `: ${details.serviceMessage}` : '';
+  const apiId = details.apiId ? ` [api_id ${details.apiId}]` : '';
+  const attempts =
+    details.attempts !== undefined && details.attempts > 1
+      ? ` after ${details.attempts} attempts`
+      : '';
+  return `${request} failed${attempts}: ${what}${service}${apiId}`;
+}
+
+/**
+ * Reads the service's error text and api_id from an error body (assumption A2: JSON with `error`
+ * and `api_id`; anything else is kept as plain text, shortened).
+ */
+export function readErrorBody(body: string): { apiId?: string; serviceMessage?: string } {
+  const text = body.trim();
+  if (text === '') return {};
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      const { api_id: apiId, error, message } = parsed as Record<string, unknown>;
+      const detail = error ?? message;
+      const serviceMessage =
+        typeof detail === 'string'
+          ? detail
+          : detail !== undefined
+            ? JSON.stringify(detail)
+            : undefined;
+      return {
+        ...(typeof apiId === 'string' ? { apiId } : {}),
+        ...(serviceMessage !== undefined ? { serviceMessage: shorten(serviceMessage) } : {}),
+      };
+    }
+  } catch {
+    // Not JSON: an HTML error page from a proxy, say. Kept as text below.
+  }
+  return { serviceMessage: shorten(text.replace(/\s+/g, ' ')) };
+}
+
+function shorten(text: string): string {
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+}

@@ -1,0 +1,290 @@
+import type { ListMetaWire } from './wire-types.js';
+
+/**
+ * Reading response bodies so that every record keeps its exact bytes.
+ *
+ * JSON.parse alone loses three things telesync needs: the bytes of one record exactly as received
+ * (a rejected record is quarantined byte for byte), keys given twice (the message record carries
+ * `is_domestic` twice; JSON.parse silently keeps the last), and isolation (one record with invalid
+ * UTF-8 or broken JSON must not sink the other nineteen on its page). So a body is first split into
+ * records by a single pass over its bytes, then each record is decoded and parsed on its own.
+ */
+
+/** One record of a response, as received. */
+export interface ReceivedRecord {
+  /** The record's bytes exactly as they arrived. */
+  readonly bytes: Uint8Array;
+  /** The parsed record; undefined when `problem` is set. */
+  readonly value: unknown;
+  /** Why the bytes could not be read as JSON (invalid UTF-8, invalid JSON). */
+  readonly problem?: string;
+  /** Keys given more than once at the top level of the record, with each value in order. */
+  readonly duplicateKeys?: Readonly<Record<string, readonly unknown[]>>;
+}
+
+/** A list response: the envelope and its records. */
+export interface ReceivedList {
+  readonly apiId: string | undefined;
+  readonly meta: ListMetaWire;
+  readonly records: readonly ReceivedRecord[];
+}
+
+/**
+ * The body as a whole is not what a response must be (truncated, not JSON, no `objects` array).
+ * Usually the connection broke mid-body, so the request is worth retrying.
+ */
+export class MalformedBodyError extends Error {
+  override name = 'MalformedBodyError';
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+function isWhitespace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+/**
+ * Walks the bytes of one JSON text. The walker checks structure only as far as splitting needs:
+ * strings, nesting and separators. Each piece it isolates is then validated by JSON.parse.
+ */
+class ByteWalker {
+  constructor(private readonly bytes: Uint8Array) {}
+
+  get length(): number {
+    return this.bytes.length;
+  }
+
+  skipWhitespace(at: number): number {
+    let i = at;
+    while (i < this.bytes.length && isWhitespace(this.bytes[i]!)) i++;
+    return i;
+  }
+
+  byteAt(at: number): number | undefined {
+    return this.bytes[at];
+  }
+
+  /** The index just past the string that opens at `at`. */
+  endOfString(at: number): number {
+    const bytes = this.bytes;
+    let i = at + 1;
+    while (i < bytes.length) {
+      const byte = bytes[i]!;
+      if (byte === BACKSLASH) i += 2;
+      else if (byte === QUOTE) return i + 1;
+      else i++;
+    }
+    throw new MalformedBodyError('the body ends inside a string (truncated?)');
+  }
+
+  /**
+   * The index just past the value that starts at `at`, and for an object the number of keys at
+   * its top level (colons at depth one, outside strings).
+   */
+  endOfValue(at: number): { end: number; topLevelKeys: number } {
+    const bytes = this.bytes;
+    const first = bytes[at];
+    if (first === QUOTE) return { end: this.endOfString(at), topLevelKeys: 0 };
+    if (first !== OPEN_BRACE && first !== OPEN_BRACKET) {
+      let i = at;
+      while (i < bytes.length) {
+        const byte = bytes[i]!;
+        if (byte === COMMA || byte === CLOSE_BRACE || byte === CLOSE_BRACKET || isWhitespace(byte))
+          break;
+        i++;
+      }
+      if (i === at) throw new MalformedBodyError(`a value is missing at byte ${at}`);
+      return { end: i, topLevelKeys: 0 };
+    }
+    let depth = 0;
+    let keys = 0;
+    let i = at;
+    while (i < bytes.length) {
+      const byte = bytes[i]!;
+      if (byte === QUOTE) {
+        i = this.endOfString(i);
+        continue;
+      }
+      if (byte === OPEN_BRACE || byte === OPEN_BRACKET) depth++;
+      else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
+        depth--;
+        if (depth === 0) return { end: i + 1, topLevelKeys: first === OPEN_BRACE ? keys : 0 };
+      } else if (byte === COLON && depth === 1) keys++;
+      i++;
+    }
+    throw new MalformedBodyError('the body ends inside an object or array (truncated?)');
+  }
+
+  /** Calls `visit` with the key and value bounds of every member of the object at `at`. */
+  members(at: number, visit: (key: string, start: number, end: number) => void): number {
+    if (this.bytes[at] !== OPEN_BRACE)
+      throw new MalformedBodyError(`expected an object at byte ${at}`);
+    let i = this.skipWhitespace(at + 1);
+    if (this.bytes[i] === CLOSE_BRACE) return i + 1;
+    for (;;) {
+      if (this.bytes[i] !== QUOTE) throw new MalformedBodyError(`expected a key at byte ${i}`);
+      const keyEnd = this.endOfString(i);
+      const key = JSON.parse(decodeStrict(this.bytes.subarray(i, keyEnd))) as string;
+      i = this.skipWhitespace(keyEnd);
+      if (this.bytes[i] !== COLON) throw new MalformedBodyError(`expected ':' at byte ${i}`);
+      const valueStart = this.skipWhitespace(i + 1);
+      const { end } = this.endOfValue(valueStart);
+      visit(key, valueStart, end);
+      i = this.skipWhitespace(end);
+      const next = this.bytes[i];
+      if (next === COMMA) i = this.skipWhitespace(i + 1);
+      else if (next === CLOSE_BRACE) return i + 1;
+      else throw new MalformedBodyError(`expected ',' or '}' at byte ${i} (truncated?)`);
+    }
+  }
+
+  slice(start: number, end: number): Uint8Array {
+    return this.bytes.subarray(start, end);
+  }
+}
+
+function decodeStrict(bytes: Uint8Array): string {
+  return strictUtf8.decode(bytes);
+}
+
+/** Decodes and parses one record's bytes, finding keys given twice. Never throws. */
+function readRecord(
+  walker: ByteWalker,
+  start: number,
+  end: number,
+  topLevelKeys: number,
+): ReceivedRecord {
+  // Copied, so that a record kept for quarantine does not pin the whole response body in memory.
+  const bytes = walker.slice(start, end).slice();
+  let text: string;
+  try {
+    text = decodeStrict(bytes);
+  } catch {
+    return { bytes, value: undefined, problem: 'the record is not valid UTF-8' };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return {
+      bytes,
+      value: undefined,
+      problem: `the record is not valid JSON: ${(error as Error).message}`,
+    };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { bytes, value };
+  // Fewer distinct keys than keys written means a key was given twice; only then is it worth
+  // walking the record again to collect every value of the repeated keys.
+  if (Object.keys(value).length >= topLevelKeys) return { bytes, value };
+  return { bytes, value, duplicateKeys: collectDuplicates(new ByteWalker(bytes)) };
+}
+
+function collectDuplicates(walker: ByteWalker): Record<string, unknown[]> {
+  const valuesByKey = new Map<string, unknown[]>();
+  walker.members(walker.skipWhitespace(0), (key, start, end) => {
+    const value = JSON.parse(decodeStrict(walker.slice(start, end))) as unknown;
+    const values = valuesByKey.get(key);
+    if (values === undefined) valuesByKey.set(key, [value]);
+    else values.push(value);
+  });
+  const duplicates: Record<string, unknown[]> = {};
+  for (const [key, values] of valuesByKey) if (values.length > 1) duplicates[key] = values;
+  return duplicates;
+}
+
+/** Reads a single-resource body (a message, a sender pack): the whole body is the record. */
+export function parseRecordBody(body: Uint8Array): ReceivedRecord {
+  const walker = new ByteWalker(body);
+  const start = walker.skipWhitespace(0);
+  if (start >= walker.length) throw new MalformedBodyError('the body is empty');
+  const { end, topLevelKeys } = walker.endOfValue(start);
+  if (walker.skipWhitespace(end) !== walker.length) {
+    throw new MalformedBodyError(`unexpected bytes after the record at byte ${end}`);
+  }
+  return readRecord(walker, start, end, topLevelKeys);
+}
+
+/** Reads a list response: `api_id`, `meta` and each element of `objects` as its own record. */
+export function parseListBody(body: Uint8Array): ReceivedList {
+  const walker = new ByteWalker(body);
+  const start = walker.skipWhitespace(0);
+  let apiId: string | undefined;
+  let meta: ListMetaWire | undefined;
+  let records: ReceivedRecord[] | undefined;
+
+  const end = walker.members(start, (key, valueStart, valueEnd) => {
+    if (key === 'objects') records = readArray(walker, valueStart);
+    else if (key === 'meta') meta = parseMeta(parseSlice(walker, valueStart, valueEnd));
+    else if (key === 'api_id') {
+      const value = parseSlice(walker, valueStart, valueEnd);
+      apiId = typeof value === 'string' ? value : undefined;
+    }
+  });
+  if (walker.skipWhitespace(end) !== walker.length) {
+    throw new MalformedBodyError(`unexpected bytes after the response at byte ${end}`);
+  }
+  if (records === undefined) throw new MalformedBodyError('the response has no "objects" array');
+  if (meta === undefined) throw new MalformedBodyError('the response has no "meta" block');
+  return { apiId, meta, records };
+}
+
+function parseSlice(walker: ByteWalker, start: number, end: number): unknown {
+  try {
+    return JSON.parse(decodeStrict(walker.slice(start, end)));
+  } catch (error) {
+    throw new MalformedBodyError(
+      `invalid JSON in the response envelope: ${(error as Error).message}`,
+    );
+  }
+}
+
+function readArray(walker: ByteWalker, at: number): ReceivedRecord[] {
+  if (walker.byteAt(at) !== OPEN_BRACKET) throw new MalformedBodyError('"objects" is not an array');
+  const records: ReceivedRecord[] = [];
+  let i = walker.skipWhitespace(at + 1);
+  if (walker.byteAt(i) === CLOSE_BRACKET) return records;
+  for (;;) {
+    const { end, topLevelKeys } = walker.endOfValue(i);
+    records.push(readRecord(walker, i, end, topLevelKeys));
+    i = walker.skipWhitespace(end);
+    const next = walker.byteAt(i);
+    if (next === COMMA) i = walker.skipWhitespace(i + 1);
+    else if (next === CLOSE_BRACKET) return records;
+    else throw new MalformedBodyError(`expected ',' or ']' in "objects" at byte ${i} (truncated?)`);
+  }
+}
+
+function parseMeta(value: unknown): ListMetaWire {
+  if (value === null || typeof value !== 'object')
+    throw new MalformedBodyError('"meta" is not an object');
+  const meta = value as Record<string, unknown>;
+  const integer = (key: string): number => {
+    const n = meta[key];
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+      throw new MalformedBodyError(`meta.${key} is not a whole number`);
+    }
+    return n;
+  };
+  const reference = (key: string): string | null => {
+    const ref = meta[key];
+    if (ref === null || ref === undefined) return null;
+    if (typeof ref !== 'string') throw new MalformedBodyError(`meta.${key} is not text or null`);
+    return ref;
+  };
+  return {
+    limit: integer('limit'),
+    offset: integer('offset'),
+    total_count: integer('total_count'),
+    next: reference('next'),
+    previous: reference('previous'),
+  };
+}

@@ -1,0 +1,174 @@
+/**
+ * Instants at microsecond precision, as integers of microseconds since the Unix epoch.
+ *
+ * JS Date and luxon keep milliseconds only; the service's timestamps carry microseconds, and a
+ * window bound or a record's time must never be rounded. Epoch microseconds of any date up to
+ * the year 2255 fit a JS number exactly (below 2^53).
+ */
+
+/** Microseconds since 1970-01-01T00:00:00Z. */
+export type EpochMicros = number;
+
+export const MICROS_PER_SECOND = 1_000_000;
+export const MICROS_PER_MINUTE = 60 * MICROS_PER_SECOND;
+export const MICROS_PER_HOUR = 60 * MICROS_PER_MINUTE;
+export const MICROS_PER_DAY = 24 * MICROS_PER_HOUR;
+
+/** The parts of a date-time text, before any offset is applied. */
+export interface DateTimeParts {
+  year: number;
+  month: number;
+  day: number;
+  hour: number;
+  minute: number;
+  second: number;
+  /** 0–999999. */
+  micros: number;
+  /** Minutes east of UTC; undefined when the text has no offset. */
+  offsetMinutes: number | undefined;
+}
+
+// date, 'T' or ' ', time with optional seconds and fraction, optional Z or ±HH[:MM].
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/;
+
+/**
+ * Parses `YYYY-MM-DD[T ]HH:MM[:SS[.ffffff]][Z|±HH[:MM]]` into its parts, checking that the date and
+ * time exist (no February 30th, no hour 24). Returns undefined when it does not fit.
+ */
+export function parseDateTimeParts(text: string): DateTimeParts | undefined {
+  const m = DATE_TIME.exec(text);
+  if (m === null) return undefined;
+  const [, y, mo, d, h, mi, s, frac, offset] = m;
+  const parts: DateTimeParts = {
+    year: Number(y),
+    month: Number(mo),
+    day: Number(d),
+    hour: Number(h),
+    minute: Number(mi),
+    second: s === undefined ? 0 : Number(s),
+    micros: frac === undefined ? 0 : Number(frac.padEnd(6, '0')),
+    offsetMinutes: offset === undefined ? undefined : parseOffsetMinutes(offset),
+  };
+  if (parts.offsetMinutes !== undefined && Number.isNaN(parts.offsetMinutes)) return undefined;
+  if (
+    parts.month < 1 ||
+    parts.month > 12 ||
+    parts.day < 1 ||
+    parts.day > daysInMonth(parts.year, parts.month)
+  )
+    return undefined;
+  if (parts.hour > 23 || parts.minute > 59 || parts.second > 59) return undefined;
+  return parts;
+}
+
+function parseOffsetMinutes(offset: string): number {
+  if (offset === 'Z') return 0;
+  const sign = offset.startsWith('-') ? -1 : 1;
+  const digits = offset.slice(1).replace(':', '');
+  const hours = Number(digits.slice(0, 2));
+  const minutes = digits.length > 2 ? Number(digits.slice(2, 4)) : 0;
+  // Real offsets lie within ±15:59; anything beyond is a malformed value, not a time zone.
+  if (hours > 15 || minutes > 59) return Number.NaN;
+  return sign * (hours * 60 + minutes);
+}
+
+/** Milliseconds of a UTC calendar time. Unlike Date.UTC, years 0–99 stay years 0–99. */
+function utcMillis(
+  year: number,
+  month: number,
+  day: number,
+  hour = 0,
+  minute = 0,
+  second = 0,
+): number {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, 0);
+  return date.getTime();
+}
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(utcMillis(year, month + 1, 0)).getUTCDate();
+}
+
+/** The instant the parts name; parts without an offset are read as UTC. */
+export function partsToEpochMicros(parts: DateTimeParts): EpochMicros {
+  const millis = utcMillis(
+    parts.year,
+    parts.month,
+    parts.day,
+    parts.hour,
+    parts.minute,
+    parts.second,
+  );
+  return millis * 1000 + parts.micros - (parts.offsetMinutes ?? 0) * MICROS_PER_MINUTE;
+}
+
+/** Parses a date-time text to epoch microseconds; undefined when it does not fit. */
+export function parseEpochMicros(text: string): EpochMicros | undefined {
+  const parts = parseDateTimeParts(text);
+  return parts === undefined ? undefined : partsToEpochMicros(parts);
+}
+
+/** Like parseEpochMicros, but throws on text that is not a date-time. */
+export function toEpochMicros(text: string): EpochMicros {
+  const value = parseEpochMicros(text);
+  if (value === undefined) throw new RangeError(`not a date-time: "${text}"`);
+  return value;
+}
+
+/** Whole milliseconds (Date.now(), luxon) to epoch microseconds. */
+export function epochMicrosFromMillis(millis: number): EpochMicros {
+  return Math.trunc(millis) * 1000;
+}
+
+function pad(value: number, width: number): string {
+  return String(value).padStart(width, '0');
+}
+
+/** UTC calendar parts of an instant. */
+function utcParts(micros: EpochMicros): { date: string; time: string; fraction: number } {
+  const millis = Math.floor(micros / 1000);
+  const fraction = micros - Math.floor(micros / MICROS_PER_SECOND) * MICROS_PER_SECOND;
+  const d = new Date(millis);
+  return {
+    date: `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)}`,
+    time: `${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`,
+    fraction,
+  };
+}
+
+/**
+ * ISO 8601 in UTC: `2022-03-29T05:40:29.456727Z`, or `2022-03-29T05:40:29Z` when the fraction is
+ * zero. Exact to the microsecond.
+ */
+export function formatIsoMicros(micros: EpochMicros): string {
+  const { date, time, fraction } = utcParts(micros);
+  return `${date}T${time}${fraction === 0 ? '' : `.${pad(fraction, 6)}`}Z`;
+}
+
+/**
+ * The form the trunk-call list takes for end_time filters: `YYYY-MM-DD HH:MM:SS[.uuuuuu]`, UTC,
+ * with the fraction only when it is not zero.
+ */
+export function formatFilterMicros(micros: EpochMicros): string {
+  const { date, time, fraction } = utcParts(micros);
+  return `${date} ${time}${fraction === 0 ? '' : `.${pad(fraction, 6)}`}`;
+}
+
+/**
+ * The service's record form `YYYY-MM-DD HH:MM:SS[.ffffff]+HH:MM` for an instant seen at a given
+ * offset (minutes east of UTC). Used by the simulator to write records in mixed offsets.
+ */
+export function formatServiceTime(
+  micros: EpochMicros,
+  offsetMinutes: number,
+  withFraction: boolean,
+): string {
+  const { date, time, fraction } = utcParts(micros + offsetMinutes * MICROS_PER_MINUTE);
+  const sign = offsetMinutes < 0 ? '-' : '+';
+  const abs = Math.abs(offsetMinutes);
+  const offset = `${sign}${pad(Math.floor(abs / 60), 2)}:${pad(abs % 60, 2)}`;
+  return `${date} ${time}${withFraction ? `.${pad(fraction, 6)}` : ''}${offset}`;
+}

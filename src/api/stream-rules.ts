@@ -95,7 +95,7 @@ export function checkStartStreamParams(
   ) {
     fail(
       'audio_track',
-      `a bidirectional stream must use audio_track inbound, not ${String(audioTrack)}`,
+      `a bidirectional stream must use audio_track inbound, not ${describe(audioTrack)}`,
     );
   }
 
@@ -209,9 +209,11 @@ function extraHeadersProblem(value: string): string | undefined {
 function describe(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (typeof value === 'string') return `"${value.length > 80 ? `${value.slice(0, 80)}…` : value}"`;
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null)
     return String(value);
+  try {
+    return JSON.stringify(value) ?? typeof value;
+  } catch {
+    return typeof value;
   }
 }

@@ -1,0 +1,51 @@
+/**
+ * How long to wait before retrying a request: pure arithmetic, so it can be tested exactly.
+ *
+ * Exponential backoff, capped, with "equal jitter": half of each delay is fixed and half random, so
+ * retries of many concurrent requests spread out without ever collapsing to zero. A Retry-After
+ * from the service is a floor: telesync never comes back sooner than it was asked to.
+ */
+
+export interface BackoffPolicy {
+  /** Delay before the first retry, before jitter. */
+  readonly baseDelayMs: number;
+  /** No delay exceeds this, before the Retry-After floor. */
+  readonly maxDelayMs: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffPolicy = { baseDelayMs: 500, maxDelayMs: 20_000 };
+
+/**
+ * The delay before retry number `retryNumber` (1 for the first retry).
+ * @param random a number in [0, 1), e.g. Math.random()
+ * @param retryAfterSeconds what the service asked for, when it did
+ */
+export function computeRetryDelayMs(
+  retryNumber: number,
+  policy: BackoffPolicy,
+  random: number,
+  retryAfterSeconds?: number,
+): number {
+  const exponential = Math.min(
+    policy.maxDelayMs,
+    policy.baseDelayMs * 2 ** Math.max(0, retryNumber - 1),
+  );
+  const jittered = exponential / 2 + (exponential / 2) * random;
+  const floor = retryAfterSeconds !== undefined ? retryAfterSeconds * 1000 : 0;
+  return Math.round(Math.max(jittered, floor));
+}
+
+/**
+ * Reads a Retry-After header: whole seconds, or an HTTP date. Returns seconds from `nowMs`
+ * (never negative), or undefined when absent or unreadable.
+ */
+export function parseRetryAfter(header: string | undefined, nowMs: number): number | undefined {
+  if (header === undefined) return undefined;
+  const text = header.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  // An HTTP date names a weekday and a month; Date.parse alone would accept "-1" as a year.
+  if (!/^[A-Za-z]{3}, /.test(text)) return undefined;
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, Math.ceil((at - nowMs) / 1000));
+}

@@ -1,0 +1,286 @@
+import Bottleneck from 'bottleneck';
+import pRetry from 'p-retry';
+import { Agent, request, type Dispatcher } from 'undici';
+import { redactSecrets } from '../util/redact.js';
+import { sleep } from '../util/sleep.js';
+import { TELESYNC_VERSION } from '../version.js';
+import { ApiError, readErrorBody } from './api-errors.js';
+import { MalformedBodyError } from './received-json.js';
+import { RequestMeter } from './request-meter.js';
+import {
+  computeRetryDelayMs,
+  DEFAULT_BACKOFF,
+  parseRetryAfter,
+  type BackoffPolicy,
+} from './retry-policy.js';
+
+export interface TransportOptions {
+  /** Base address without a trailing slash, e.g. `https://api.plivo.com`. */
+  baseUrl: string;
+  authId: string;
+  authToken: string;
+  /** Requests started per second, at most. */
+  maxRps: number;
+  /** Requests in flight at once, at most. */
+  concurrency: number;
+  /** Time allowed for one exchange, headers and body. */
+  timeoutMs: number;
+  /** Retries after a retryable failure (429, 5xx, reset, timeout, malformed body). */
+  maxRetries: number;
+  backoff?: BackoffPolicy;
+  /** Source of jitter; Math.random unless a test pins it. */
+  random?: () => number;
+  /** Told of every retry before its wait (for logs). */
+  onRetry?: (event: RetryEvent) => void;
+}
+
+export interface RetryEvent {
+  method: string;
+  path: string;
+  /** 1 for the first retry. */
+  retryNumber: number;
+  delayMs: number;
+  error: ApiError;
+}
+
+export interface RequestSpec {
+  method: 'GET' | 'POST';
+  /** Path below the base address, starting with `/v1/`. */
+  path: string;
+  query?: URLSearchParams;
+  /** Sent as JSON. */
+  body?: unknown;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** Also counts this request's cost (besides the transport's lifetime meter). */
+  meter?: RequestMeter;
+}
+
+/** Reads a successful body; throw MalformedBodyError when it is not what the operation returns. */
+export type BodyReader<T> = (body: Uint8Array, status: number) => T;
+
+const PAUSED = Symbol('paused');
+
+/**
+ * Starts are spaced so that `maxRps` of them span this much more than a second. The service counts
+ * arrivals, not starts, and an arrival can lag its start by a few milliseconds (a new connection,
+ * scheduling): with exact 1000/N spacing, a late first request and a prompt N+1-th fall in one
+ * second about half the time. N gaps of (1000 + allowance)/N absorb up to `allowance` of such lag
+ * at a cost of 1.5% of the rate.
+ */
+export const ARRIVAL_JITTER_ALLOWANCE_MS = 15;
+
+/**
+ * The one way telesync talks to the service. It owns the rate limiter (bottleneck: a minimum
+ * spacing between request starts, so no one-second window sees more than `maxRps`, and at most
+ * `concurrency` in flight), retries (p-retry as the loop; the delay is telesync's own backoff with
+ * jitter and the Retry-After floor), a timeout per exchange, keep-alive connections (undici), and
+ * typed errors. A 429 pauses every request of this transport until its Retry-After has passed, not
+ * just the one that got it: the service is telling the whole account to slow down.
+ */
+export class HttpTransport {
+  /** Lifetime totals of this transport. */
+  readonly meter = new RequestMeter();
+  readonly #options: TransportOptions;
+  readonly #limiter: Bottleneck;
+  readonly #agent: Dispatcher;
+  readonly #authorization: string;
+  /** Texts that must never leave the transport in an error: the token and the header built from it. */
+  readonly #secrets: readonly string[];
+  readonly #userAgent = `telesync/${TELESYNC_VERSION} (node ${process.versions.node})`;
+  #pausedUntilMs = 0;
+
+  constructor(options: TransportOptions) {
+    this.#options = options;
+    this.#limiter = new Bottleneck({
+      maxConcurrent: options.concurrency,
+      minTime: (1000 + ARRIVAL_JITTER_ALLOWANCE_MS) / options.maxRps,
+    });
+    this.#agent = new Agent({
+      connections: options.concurrency,
+      keepAliveTimeout: 30_000,
+      connect: { timeout: options.timeoutMs },
+    });
+    const credentials = Buffer.from(`${options.authId}:${options.authToken}`).toString('base64');
+    this.#authorization = `Basic ${credentials}`;
+    this.#secrets = [options.authToken, credentials];
+  }
+
+  /**
+   * Sends a request, retrying what is worth retrying, and returns what `read` makes of the body.
+   * Throws ApiError (never with the token in it).
+   */
+  async request<T>(
+    spec: RequestSpec,
+    read: BodyReader<T>,
+    options: RequestOptions = {},
+  ): Promise<T> {
+    const meters = options.meter ? [this.meter, options.meter] : [this.meter];
+    const target =
+      spec.query && [...spec.query.keys()].length > 0
+        ? `${spec.path}?${spec.query.toString()}`
+        : spec.path;
+    let attempts = 0;
+    const backoff = this.#options.backoff ?? DEFAULT_BACKOFF;
+    const random = this.#options.random ?? Math.random;
+
+    try {
+      return await pRetry(
+        async () => {
+          attempts++;
+          return this.#attempt(spec, target, read, attempts, meters, options.signal);
+        },
+        {
+          retries: this.#options.maxRetries,
+          minTimeout: 0,
+          factor: 1,
+          ...(options.signal ? { signal: options.signal } : {}),
+          shouldRetry: ({ error }) => error instanceof ApiError && error.retryable,
+          onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
+            if (!(error instanceof ApiError) || !error.retryable || retriesLeft === 0) return;
+            const delayMs = computeRetryDelayMs(
+              attemptNumber,
+              backoff,
+              random(),
+              error.retryAfterSeconds,
+            );
+            if (error.status === 429) {
+              this.#pausedUntilMs = Math.max(
+                this.#pausedUntilMs,
+                Date.now() + (error.retryAfterSeconds ?? 0) * 1000,
+              );
+            }
+            this.#options.onRetry?.({
+              method: spec.method,
+              path: target,
+              retryNumber: attemptNumber,
+              delayMs,
+              error,
+            });
+            for (const meter of meters) meter.waitMs += delayMs;
+            await sleep(delayMs, options.signal);
+          },
+        },
+      );
+    } catch (error) {
+      if (error instanceof ApiError) throw attempts > 1 ? error.withAttempts(attempts) : error;
+      if (options.signal?.aborted) {
+        throw new ApiError(
+          { kind: 'aborted', method: spec.method, path: target, retryable: false },
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+  }
+
+  /** One attempt: waits out a 429 pause, then takes a limiter slot for the exchange itself. */
+  async #attempt<T>(
+    spec: RequestSpec,
+    target: string,
+    read: BodyReader<T>,
+    attemptNumber: number,
+    meters: readonly RequestMeter[],
+    signal: AbortSignal | undefined,
+  ): Promise<T> {
+    for (;;) {
+      const pauseMs = this.#pausedUntilMs - Date.now();
+      if (pauseMs > 0) await sleep(pauseMs, signal);
+      const outcome = await this.#limiter.schedule(() =>
+        // A request queued before the pause began must not fire inside it.
+        this.#pausedUntilMs > Date.now()
+          ? Promise.resolve(PAUSED)
+          : this.#exchange(spec, target, read, attemptNumber, meters, signal),
+      );
+      if (outcome !== PAUSED) return outcome;
+    }
+  }
+
+  async #exchange<T>(
+    spec: RequestSpec,
+    target: string,
+    read: BodyReader<T>,
+    attemptNumber: number,
+    meters: readonly RequestMeter[],
+    callerSignal: AbortSignal | undefined,
+  ): Promise<T> {
+    for (const meter of meters) {
+      meter.requests++;
+      if (attemptNumber > 1) meter.retries++;
+    }
+    const timeout = AbortSignal.timeout(this.#options.timeoutMs);
+    const signal = callerSignal ? AbortSignal.any([callerSignal, timeout]) : timeout;
+    const failure = (
+      details: Omit<ConstructorParameters<typeof ApiError>[0], 'method' | 'path'>,
+      cause?: unknown,
+    ) => new ApiError({ ...details, method: spec.method, path: target }, { cause });
+
+    let status: number;
+    let body: Uint8Array;
+    let retryAfterHeader: string | undefined;
+    try {
+      const response = await request(`${this.#options.baseUrl}${target}`, {
+        method: spec.method,
+        dispatcher: this.#agent,
+        signal,
+        headersTimeout: this.#options.timeoutMs,
+        bodyTimeout: this.#options.timeoutMs,
+        headers: {
+          authorization: this.#authorization,
+          'user-agent': this.#userAgent,
+          accept: 'application/json',
+          ...(spec.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(spec.body !== undefined ? { body: JSON.stringify(spec.body) } : {}),
+      });
+      status = response.statusCode;
+      const header = response.headers['retry-after'];
+      retryAfterHeader = Array.isArray(header) ? header[0] : header;
+      body = new Uint8Array(await response.body.arrayBuffer());
+    } catch (error) {
+      const kind = callerSignal?.aborted ? 'aborted' : timeout.aborted ? 'timeout' : 'network';
+      for (const meter of meters) meter.recordOutcome(kind);
+      throw failure({ kind, retryable: kind !== 'aborted' }, error);
+    }
+
+    for (const meter of meters) {
+      meter.bytesReceived += body.byteLength;
+      meter.recordOutcome(String(status));
+    }
+    if (status >= 400) {
+      // A proxy or a service that echoes the request must not carry the credentials into an error.
+      const { apiId, serviceMessage } = readErrorBody(
+        redactSecrets(Buffer.from(body).toString('utf8'), this.#secrets),
+      );
+      const retryAfterSeconds = parseRetryAfter(retryAfterHeader, Date.now());
+      throw failure({
+        kind: 'http',
+        status,
+        retryable: status === 429 || status >= 500,
+        ...(apiId !== undefined ? { apiId } : {}),
+        ...(serviceMessage !== undefined ? { serviceMessage } : {}),
+        ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
+      });
+    }
+    try {
+      return read(body, status);
+    } catch (error) {
+      if (error instanceof MalformedBodyError) {
+        for (const meter of meters) meter.recordOutcome('malformed');
+        throw failure(
+          { kind: 'malformed', status, retryable: true, serviceMessage: error.message },
+          error,
+        );
+      }
+      throw error;
+    }
+  }
+
+  /** Stops taking requests and closes the connections. */
+  async close(): Promise<void> {
+    await this.#limiter.stop({ dropWaitingJobs: true }).catch(() => undefined);
+    await this.#agent.close();
+  }
+}

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { MalformedBodyError, parseListBody, parseRecordBody } from '../../src/api/received-json.js';
+
+const bytes = (...parts: (string | number[])[]) =>
+  Buffer.concat(
+    parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'utf8') : Buffer.from(part))),
+  );
+const text = (value: Uint8Array) => Buffer.from(value).toString('latin1');
+
+const META =
+  '"meta":{"limit":20,"offset":0,"next":"/v1/Account/A/Endpoint/?limit=20&offset=20","previous":null,"total_count":41}';
+
+describe('parseListBody', () => {
+  it('keeps each record exactly as received, whatever the spacing and key order', () => {
+    const first = '{ "id" : "a,b]}" , "n":1 }';
+    const second = '{"id":"\\"quoted\\" \\\\ back","nested":{"x":[1,{"y":"}"}]}}';
+    const body = bytes(`{"objects":[${first},\n  ${second}],${META},"api_id":"req-1"}`);
+    const list = parseListBody(body);
+    expect(list.apiId).toBe('req-1');
+    expect(list.meta).toEqual({
+      limit: 20,
+      offset: 0,
+      next: '/v1/Account/A/Endpoint/?limit=20&offset=20',
+      previous: null,
+      total_count: 41,
+    });
+    expect(list.records.map((record) => text(record.bytes))).toEqual([first, second]);
+    expect(list.records.map((record) => record.value)).toEqual([
+      { id: 'a,b]}', n: 1 },
+      { id: '"quoted" \\ back', nested: { x: [1, { y: '}' }] } },
+    ]);
+  });
+
+  it('isolates a record with invalid UTF-8 or invalid JSON; its neighbours are read', () => {
+    const body = bytes(
+      `{"api_id":"x",${META},"objects":[{"a":"ok"},{"a":"`,
+      [0xc3, 0x28],
+      `"},{"a":NaN},{"a":"\u00e9"}]}`,
+    );
+    const { records } = parseListBody(body);
+    expect(records).toHaveLength(4);
+    expect(records[0]).toMatchObject({ value: { a: 'ok' } });
+    expect(records[1]).toMatchObject({
+      value: undefined,
+      problem: 'the record is not valid UTF-8',
+    });
+    expect([...records[1]!.bytes.slice(6, 8)]).toEqual([0xc3, 0x28]);
+    expect(records[2]?.problem).toMatch(/^the record is not valid JSON/);
+    expect(records[3]).toMatchObject({ value: { a: 'é' } });
+  });
+
+  it('reports keys given twice with every value, in order', () => {
+    const { records } = parseListBody(
+      bytes(`{${META},"objects":[{"k":"false","x":1,"k":false},{"k":1}]}`),
+    );
+    expect(records[0]?.duplicateKeys).toEqual({ k: ['false', false] });
+    expect(records[0]?.value).toEqual({ k: false, x: 1 });
+    expect(records[1]?.duplicateKeys).toBeUndefined();
+  });
+
+  it('reads an empty page', () => {
+    expect(parseListBody(bytes(`{"api_id":"x",${META},"objects":[ ]}`)).records).toEqual([]);
+  });
+
+  it.each([
+    ['truncated inside a record', `{"api_id":"x",${META},"objects":[{"a":1},{"b":`],
+    ['truncated inside a string', `{"api_id":"x",${META},"objects":[{"a":"abc`],
+    ['truncated after the array', `{"api_id":"x",${META},"objects":[]`],
+    ['no objects', `{"api_id":"x",${META}}`],
+    ['no meta', '{"api_id":"x","objects":[]}'],
+    ['objects not an array', `{${META},"objects":{}}`],
+    ['not JSON at all', '<html>502 Bad Gateway</html>'],
+    ['trailing bytes', `{${META},"objects":[]} x`],
+    [
+      'a negative total',
+      '{"meta":{"limit":20,"offset":0,"next":null,"previous":null,"total_count":-1},"objects":[]}',
+    ],
+  ])('refuses a body that is %s', (_name, body) => {
+    expect(() => parseListBody(bytes(body))).toThrow(MalformedBodyError);
+  });
+});
+
+describe('parseRecordBody', () => {
+  it('reads a single resource with its duplicate keys', () => {
+    const body = '{"message_uuid":"m-1","is_domestic":"false","units":1,"is_domestic":false}\n';
+    const record = parseRecordBody(bytes(body));
+    expect(record.value).toEqual({ message_uuid: 'm-1', is_domestic: false, units: 1 });
+    expect(record.duplicateKeys).toEqual({ is_domestic: ['false', false] });
+    expect(text(record.bytes)).toBe(body.trim());
+  });
+  it('refuses an empty or truncated body', () => {
+    expect(() => parseRecordBody(bytes(''))).toThrow(MalformedBodyError);
+    expect(() => parseRecordBody(bytes('{"a":'))).toThrow(MalformedBodyError);
+  });
+});

@@ -268,12 +268,13 @@ export const initialSchema: SchemaMigration = {
         attempts     integer     NOT NULL DEFAULT 0,
         last_error   text,
         last_run_id  bigint      REFERENCES ${s}.sync_runs (id) ON DELETE SET NULL,
+        read_at      timestamptz,
         verified_at  timestamptz,
         created_at   timestamptz NOT NULL DEFAULT now(),
-        updated_at   timestamptz NOT NULL DEFAULT now(),
-        UNIQUE (account_id, stream, time_range)
+        updated_at   timestamptz NOT NULL DEFAULT now()
       )`,
-      sql`CREATE INDEX sync_windows_start_idx ON ${s}.sync_windows (account_id, stream, lower(time_range))`,
+      // One row per slot: a slot still open (its end not yet settled) keeps its row and widens it.
+      sql`CREATE UNIQUE INDEX sync_windows_slot_idx ON ${s}.sync_windows (account_id, stream, lower(time_range))`,
       sql`CREATE TABLE ${s}.rejected_records (
         id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         account_id      text        NOT NULL,

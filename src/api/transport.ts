@@ -188,7 +188,7 @@ export class HttpTransport {
     for (;;) {
       const pauseMs = this.#pausedUntilMs - Date.now();
       if (pauseMs > 0) await sleep(pauseMs, signal);
-      const outcome = await this.#limiter.schedule(() =>
+      const outcome = await this.#limiter.schedule<T | typeof PAUSED>(() =>
         // A request queued before the pause began must not fire inside it.
         this.#pausedUntilMs > Date.now()
           ? Promise.resolve(PAUSED)

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { ConfigError, type ConfigProblem } from './config-errors.js';
-import type { AccountConfig, LogLevel, TelesyncConfig } from './config-types.js';
+import type { AccountConfig, LogLevel, SyncConfig, TelesyncConfig } from './config-types.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -17,7 +17,20 @@ export const CONFIG_DEFAULTS = {
   timeoutMs: 30_000,
   maxRetries: 8,
   logLevel: 'info' as LogLevel,
+  sliceHours: 24,
+  initialDays: 7,
+  lookbackHours: 6,
+  settleLagMinutes: 5,
+  deepRecheckDays: 1,
+  batchSize: 2000,
+  snapshotDeleteGuard: 0.5,
+  lookupMaxAttempts: 5,
+  powerpackRefreshHours: 24,
 } as const;
+
+/** The service keeps 90 days of calls and a range may span at most 30 (spec 4.6). */
+const MAX_SLICE_HOURS = 30 * 24;
+const MAX_HISTORY_DAYS = 90;
 
 const LOG_LEVELS: readonly LogLevel[] = [
   'trace',
@@ -105,11 +118,57 @@ export function loadConfig(env: Env): TelesyncConfig {
       timeoutMs: reader.positiveInteger('TELESYNC_HTTP_TIMEOUT_MS', CONFIG_DEFAULTS.timeoutMs),
       maxRetries: reader.nonNegativeInteger('TELESYNC_MAX_RETRIES', CONFIG_DEFAULTS.maxRetries),
     },
+    sync: readSyncConfig(reader),
     logLevel,
   };
 
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+function readSyncConfig(reader: EnvReader): SyncConfig {
+  const D = CONFIG_DEFAULTS;
+  return {
+    sliceHours: reader.integerIn('TELESYNC_SLICE_HOURS', D.sliceHours, 1, MAX_SLICE_HOURS),
+    initialDays: reader.integerIn('TELESYNC_INITIAL_DAYS', D.initialDays, 1, MAX_HISTORY_DAYS),
+    lookbackHours: reader.integerIn(
+      'TELESYNC_LOOKBACK_HOURS',
+      D.lookbackHours,
+      0,
+      MAX_HISTORY_DAYS * 24,
+    ),
+    settleLagMinutes: reader.integerIn(
+      'TELESYNC_SETTLE_LAG_MINUTES',
+      D.settleLagMinutes,
+      0,
+      24 * 60,
+    ),
+    deepRecheckDays: reader.integerIn(
+      'TELESYNC_DEEP_RECHECK_DAYS',
+      D.deepRecheckDays,
+      0,
+      MAX_HISTORY_DAYS,
+    ),
+    batchSize: reader.integerIn('TELESYNC_BATCH_SIZE', D.batchSize, 1, 20_000),
+    snapshotDeleteGuard: reader.number(
+      'TELESYNC_SNAPSHOT_DELETE_GUARD',
+      D.snapshotDeleteGuard,
+      (n) => n >= 0 && n <= 1,
+      'a share between 0 and 1',
+    ),
+    lookupMaxAttempts: reader.integerIn(
+      'TELESYNC_LOOKUP_MAX_ATTEMPTS',
+      D.lookupMaxAttempts,
+      1,
+      100,
+    ),
+    powerpackRefreshHours: reader.integerIn(
+      'TELESYNC_POWERPACK_REFRESH_HOURS',
+      D.powerpackRefreshHours,
+      0,
+      24 * 365,
+    ),
+  };
 }
 
 function readAccounts(reader: EnvReader, problems: ConfigProblem[]): AccountConfig[] {
@@ -168,6 +227,15 @@ class EnvReader {
       fallback,
       (n) => Number.isInteger(n) && n >= 0,
       'a whole number of 0 or more',
+    );
+  }
+
+  integerIn(key: string, fallback: number, min: number, max: number): number {
+    return this.number(
+      key,
+      fallback,
+      (n) => Number.isInteger(n) && n >= min && n <= max,
+      `a whole number from ${min} to ${max}`,
     );
   }
 

@@ -241,6 +241,7 @@ export interface SyncWindowsTable {
   attempts: Defaulted<number>;
   last_error: string | null;
   last_run_id: number | null;
+  read_at: Timestamp | null;
   verified_at: Timestamp | null;
   created_at: Defaulted<Timestamp>;
   updated_at: Defaulted<Timestamp>;

@@ -16,6 +16,11 @@ export interface ReceivedRecord {
   readonly bytes: Uint8Array;
   /** The parsed record; undefined when `problem` is set. */
   readonly value: unknown;
+  /**
+   * The record's text (its bytes decoded as UTF-8); undefined when they are not valid UTF-8.
+   * Stored as the row's `raw` jsonb, so numbers keep every digit JSON.parse would round.
+   */
+  readonly text?: string;
   /** Why the bytes could not be read as JSON (invalid UTF-8, invalid JSON). */
   readonly problem?: string;
   /** Keys given more than once at the top level of the record, with each value in order. */
@@ -177,15 +182,17 @@ function readRecord(
   } catch (error) {
     return {
       bytes,
+      text,
       value: undefined,
       problem: `the record is not valid JSON: ${(error as Error).message}`,
     };
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { bytes, value };
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { bytes, text, value };
   // Fewer distinct keys than keys written means a key was given twice; only then is it worth
   // walking the record again to collect every value of the repeated keys.
-  if (Object.keys(value).length >= topLevelKeys) return { bytes, value };
-  return { bytes, value, duplicateKeys: collectDuplicates(new ByteWalker(bytes)) };
+  if (Object.keys(value).length >= topLevelKeys) return { bytes, text, value };
+  return { bytes, text, value, duplicateKeys: collectDuplicates(new ByteWalker(bytes)) };
 }
 
 function collectDuplicates(walker: ByteWalker): Record<string, unknown[]> {
@@ -196,9 +203,8 @@ function collectDuplicates(walker: ByteWalker): Record<string, unknown[]> {
     if (values === undefined) valuesByKey.set(key, [value]);
     else values.push(value);
   });
-  const duplicates: Record<string, unknown[]> = {};
-  for (const [key, values] of valuesByKey) if (values.length > 1) duplicates[key] = values;
-  return duplicates;
+  // fromEntries defines own properties, so even a repeated "__proto__" key is kept.
+  return Object.fromEntries([...valuesByKey].filter(([, values]) => values.length > 1));
 }
 
 /** Reads a single-resource body (a message, a sender pack): the whole body is the record. */

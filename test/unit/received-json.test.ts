@@ -88,6 +88,14 @@ describe('parseRecordBody', () => {
     expect(record.duplicateKeys).toEqual({ is_domestic: ['false', false] });
     expect(text(record.bytes)).toBe(body.trim());
   });
+  it('keeps the decoded text beside the bytes, and a repeated __proto__ key', () => {
+    const body = '{"__proto__":1,"a":"\u00e9","__proto__":2}';
+    const record = parseRecordBody(bytes(body));
+    expect(record.text).toBe(body);
+    expect(Object.getOwnPropertyDescriptor(record.duplicateKeys, '__proto__')?.value).toEqual([
+      1, 2,
+    ]);
+  });
   it('refuses an empty or truncated body', () => {
     expect(() => parseRecordBody(bytes(''))).toThrow(MalformedBodyError);
     expect(() => parseRecordBody(bytes('{"a":'))).toThrow(MalformedBodyError);

@@ -1,0 +1,181 @@
+import { createHash } from 'node:crypto';
+import { CompiledQuery, type Kysely } from 'kysely';
+import { compileCopy, CopyPayload, encodeCopyValue } from './copy-payload.js';
+import { qualifiedName, quoteIdent } from './identifiers.js';
+import { VOLATILE_RAW_KEYS, type DataTableSpec } from './table-specs.js';
+
+/**
+ * Upserts of normalised rows into the data tables.
+ *
+ * Two ways, measured against each other by `npm run bench` (loader choice): COPY into a staging
+ * table then one INSERT … SELECT … ON CONFLICT (the default: about twice as fast on wide rows), or
+ * multi-row INSERT … VALUES … ON CONFLICT. Both leave the same rows: an existing row is rewritten
+ * only when its content changed (its raw record, less the request ids, differs), so re-syncs make
+ * no dead tuples and `changed_at` means "the service changed this record".
+ */
+export type LoadStrategy = 'copy' | 'insert';
+
+export interface UpsertResult {
+  /** Rows handed to the upsert after removing repeats of a key within the batch. */
+  readonly upserted: number;
+  /** Rows inserted, or rewritten because their content changed. */
+  readonly written: number;
+}
+
+/** A row as a normaliser makes it: column → value. */
+export type LoadRow = Readonly<Record<string, unknown>>;
+
+/** Postgres allows 65,535 parameters in one statement; multi-row INSERTs stay below it. */
+const MAX_STATEMENT_PARAMETERS = 65_000;
+
+/**
+ * Upserts `rows` into the table of `spec` inside the caller's transaction. `syncedAt` (ISO text)
+ * stamps inserted and changed rows; for snapshot tables it is also the `last_seen_at` of every row.
+ * When a batch holds the same key twice, the last row wins.
+ */
+export async function upsertDataRows(
+  trx: Kysely<unknown>,
+  schema: string,
+  spec: DataTableSpec,
+  rows: readonly LoadRow[],
+  syncedAt: string,
+  strategy: LoadStrategy = 'copy',
+): Promise<UpsertResult> {
+  const unique = lastRowPerKey(rows, spec.key);
+  if (unique.length === 0) return { upserted: 0, written: 0 };
+  let written = 0;
+  if (strategy === 'copy') {
+    const staging = stagingTableName(schema, spec.table);
+    await trx.executeQuery(
+      CompiledQuery.raw(
+        `CREATE TEMP TABLE IF NOT EXISTS ${quoteIdent(staging)} ` +
+          `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`,
+      ),
+    );
+    await trx.executeQuery(
+      compileCopy(
+        new CopyPayload(
+          quoteIdent(staging),
+          spec.columns.map(quoteIdent),
+          encodeCopyRows(unique, spec.columns),
+        ),
+      ),
+    );
+    written = await runUpsert(trx, buildUpsertSql(schema, spec, { staging }), [syncedAt], spec);
+    // ON COMMIT DELETE ROWS empties the staging table at commit; a second batch in the same
+    // transaction must not see the first one's rows.
+    await trx.executeQuery(CompiledQuery.raw(`TRUNCATE ${quoteIdent(staging)}`));
+  } else {
+    const perStatement = Math.max(1, Math.floor(MAX_STATEMENT_PARAMETERS / spec.columns.length));
+    for (let offset = 0; offset < unique.length; offset += perStatement) {
+      const chunk = unique.slice(offset, offset + perStatement);
+      const parameters: unknown[] = [syncedAt];
+      for (const row of chunk)
+        for (const column of spec.columns) parameters.push(toParameter(row[column]));
+      written += await runUpsert(
+        trx,
+        buildUpsertSql(schema, spec, { rows: chunk.length }),
+        parameters,
+        spec,
+      );
+    }
+  }
+  return { upserted: unique.length, written };
+}
+
+async function runUpsert(
+  trx: Kysely<unknown>,
+  text: string,
+  parameters: readonly unknown[],
+  spec: DataTableSpec,
+): Promise<number> {
+  const result = await trx.executeQuery<{ written: boolean }>(
+    CompiledQuery.raw(text, [...parameters]),
+  );
+  // Snapshot rows are all touched (last_seen_at), so count those whose synced_at is this batch's.
+  return spec.snapshot
+    ? result.rows.filter((row) => row.written).length
+    : Number(result.numAffectedRows ?? 0n);
+}
+
+/**
+ * The upsert statement, from a staging table or from `rows` VALUES tuples whose parameters start at
+ * $2 ($1 is the batch's synced_at). Pure: exposed for tests and the benchmark.
+ */
+export function buildUpsertSql(
+  schema: string,
+  spec: DataTableSpec,
+  source: { staging: string } | { rows: number },
+): string {
+  const target = qualifiedName(schema, spec.table);
+  const columns = spec.columns.map(quoteIdent);
+  const bookkeeping = spec.snapshot
+    ? ['synced_at', 'first_seen_at', 'last_seen_at'].map(quoteIdent)
+    : [quoteIdent('synced_at')];
+  const stamps = bookkeeping.map(() => '$1::timestamptz');
+  let values: string;
+  if ('staging' in source) {
+    values = `SELECT ${[...columns, ...stamps].join(', ')} FROM ${quoteIdent(source.staging)}`;
+  } else {
+    const tuples: string[] = [];
+    let parameter = 2;
+    for (let row = 0; row < source.rows; row++) {
+      const placeholders = spec.columns.map(() => `$${parameter++}`);
+      tuples.push(`(${[...placeholders, ...stamps].join(', ')})`);
+    }
+    values = `VALUES ${tuples.join(', ')}`;
+  }
+  const changed = `(t.raw - ${sqlTextArray(VOLATILE_RAW_KEYS)}) IS DISTINCT FROM (EXCLUDED.raw - ${sqlTextArray(VOLATILE_RAW_KEYS)})`;
+  const keys = new Set<string>(spec.key);
+  const assignments = spec.columns
+    .filter((column) => !keys.has(column))
+    .map((column) => `${quoteIdent(column)} = EXCLUDED.${quoteIdent(column)}`);
+  const conflict = `ON CONFLICT (${spec.key.map(quoteIdent).join(', ')}) DO UPDATE SET`;
+  const insert = `INSERT INTO ${target} AS t (${[...columns, ...bookkeeping].join(', ')}) ${values} ${conflict}`;
+  if (!spec.snapshot) {
+    return `${insert} ${[...assignments, '"synced_at" = EXCLUDED."synced_at"', '"changed_at" = EXCLUDED."synced_at"'].join(', ')} WHERE ${changed}`;
+  }
+  // Every row of a snapshot is seen (last_seen_at, deleted_at); only a changed one is re-stamped.
+  return `${insert} ${[
+    ...assignments,
+    '"last_seen_at" = EXCLUDED."last_seen_at"',
+    '"deleted_at" = NULL',
+    `"synced_at" = CASE WHEN ${changed} THEN EXCLUDED."synced_at" ELSE t."synced_at" END`,
+    `"changed_at" = CASE WHEN ${changed} THEN EXCLUDED."synced_at" ELSE t."changed_at" END`,
+  ].join(', ')} RETURNING (t."synced_at" = $1::timestamptz) AS written`;
+}
+
+function sqlTextArray(values: readonly string[]): string {
+  return `ARRAY[${values.map((value) => `'${value.replaceAll("'", "''")}'`).join(', ')}]::text[]`;
+}
+
+/** Temp tables are per session; the name is per schema so two schemas never share one. */
+function stagingTableName(schema: string, table: string): string {
+  return `stage_${createHash('sha1').update(schema).digest('hex').slice(0, 10)}_${table}`;
+}
+
+function lastRowPerKey(rows: readonly LoadRow[], key: readonly string[]): LoadRow[] {
+  const byKey = new Map<string, LoadRow>();
+  for (const row of rows) byKey.set(key.map((column) => String(row[column])).join('\u0001'), row);
+  return byKey.size === rows.length ? [...rows] : [...byKey.values()];
+}
+
+function encodeCopyRows(rows: readonly LoadRow[], columns: readonly string[]): string {
+  const lines: string[] = new Array<string>(rows.length);
+  for (let index = 0; index < rows.length; index++) {
+    const row = rows[index]!;
+    let line = '';
+    for (let c = 0; c < columns.length; c++) {
+      if (c > 0) line += '\t';
+      line += encodeCopyValue(row[columns[c]!]);
+    }
+    lines[index] = line;
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** jsonb values go as JSON text (a string is taken to be JSON text already: the record as received). */
+function toParameter(value: unknown): unknown {
+  if (value !== null && typeof value === 'object') return JSON.stringify(value);
+  return value;
+}

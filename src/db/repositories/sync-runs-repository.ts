@@ -1,0 +1,88 @@
+import type { Kysely } from 'kysely';
+import type { RunStatus, Tables } from '../schema.js';
+
+/** What a run reports about itself in its sync_runs row. */
+export interface RunCounts {
+  windowsPlanned: number;
+  windowsCompleted: number;
+  requests: number;
+  retries: number;
+  waitMs: number;
+  recordsFetched: number;
+  recordsUpserted: number;
+  recordsChanged: number;
+  recordsRejected: number;
+}
+
+export interface RunOutcome extends RunCounts {
+  status: Exclude<RunStatus, 'running'>;
+  error: string | null;
+  windowStart: string | null;
+  windowEnd: string | null;
+  gapStart: string | null;
+  gapEnd: string | null;
+}
+
+/** Opens the sync_runs row of a run; returns its id. */
+export async function insertRun(
+  db: Kysely<Tables>,
+  run: { accountId: string; stream: string; command: string; pid: number; host: string },
+): Promise<number> {
+  const row = await db
+    .insertInto('sync_runs')
+    .values({
+      account_id: run.accountId,
+      stream: run.stream,
+      command: run.command,
+      pid: run.pid,
+      host: run.host,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+/** Writes a run's counts so far (a long backfill shows progress in `telesync status`). */
+export async function updateRunProgress(
+  db: Kysely<Tables>,
+  runId: number,
+  counts: RunCounts,
+): Promise<void> {
+  await db.updateTable('sync_runs').set(countColumns(counts)).where('id', '=', runId).execute();
+}
+
+/** Closes the sync_runs row of a run with its outcome. */
+export async function finishRun(
+  db: Kysely<Tables>,
+  runId: number,
+  outcome: RunOutcome,
+): Promise<void> {
+  await db
+    .updateTable('sync_runs')
+    .set({
+      ...countColumns(outcome),
+      status: outcome.status,
+      finished_at: new Date().toISOString(),
+      error: outcome.error,
+      window_start: outcome.windowStart,
+      window_end: outcome.windowEnd,
+      gap_start: outcome.gapStart,
+      gap_end: outcome.gapEnd,
+    })
+    .where('id', '=', runId)
+    .execute();
+}
+
+function countColumns(counts: RunCounts) {
+  return {
+    windows_planned: counts.windowsPlanned,
+    windows_completed: counts.windowsCompleted,
+    requests: counts.requests,
+    retries: counts.retries,
+    wait_ms: Math.round(counts.waitMs),
+    records_fetched: counts.recordsFetched,
+    records_upserted: counts.recordsUpserted,
+    records_changed: counts.recordsChanged,
+    records_rejected: counts.recordsRejected,
+  };
+}

@@ -1,0 +1,205 @@
+import type { Tables } from './schema.js';
+
+/**
+ * The data tables as the loader sees them: the conflict key and the columns a normaliser fills
+ * (every wire field, account_id and raw). Bookkeeping columns (synced_at, changed_at, the snapshot
+ * timestamps) are the loader's own.
+ */
+export interface DataTableSpec<T extends DataTableName = DataTableName> {
+  readonly table: T;
+  readonly key: readonly string[];
+  readonly columns: readonly string[];
+  /** Snapshot tables track first_seen_at / last_seen_at / deleted_at. */
+  readonly snapshot: boolean;
+}
+
+/** Declares a spec, checking its column names against the table type. */
+function defineSpec<T extends DataTableName>(spec: {
+  table: T;
+  key: readonly (keyof Tables[T] & string)[];
+  columns: readonly (keyof Tables[T] & string)[];
+  snapshot: boolean;
+}): DataTableSpec<T> {
+  return spec;
+}
+
+export type DataTableName =
+  | 'trunk_calls'
+  | 'sip_endpoints'
+  | 'verified_caller_ids'
+  | 'messages'
+  | 'powerpacks'
+  | 'call_streams';
+
+/**
+ * Keys of `raw` that are not part of a record's content: they may differ between two reads of the
+ * same record (assumption A19), so they never count as a change.
+ */
+export const VOLATILE_RAW_KEYS: readonly string[] = ['api_id'];
+
+export const TRUNK_CALLS = defineSpec({
+  table: 'trunk_calls',
+  key: ['account_id', 'call_uuid'],
+  snapshot: false,
+  columns: [
+    'account_id',
+    'call_uuid',
+    'parent_call_uuid',
+    'conference_uuid',
+    'api_id',
+    'resource_uri',
+    'call_direction',
+    'call_state',
+    'from_number',
+    'to_number',
+    'initiation_time',
+    'answer_time',
+    'end_time',
+    'call_duration',
+    'bill_duration',
+    'billed_duration',
+    'total_rate',
+    'total_amount',
+    'hangup_cause_code',
+    'hangup_cause_name',
+    'hangup_source',
+    'stir_verification',
+    'stir_attestation',
+    'voice_network_group',
+    'source_ip',
+    'raw',
+  ],
+});
+
+export const SIP_ENDPOINTS = defineSpec({
+  table: 'sip_endpoints',
+  key: ['account_id', 'endpoint_id'],
+  snapshot: true,
+  columns: [
+    'account_id',
+    'endpoint_id',
+    'username',
+    'alias',
+    'application',
+    'resource_uri',
+    'sip_uri',
+    'sip_registered',
+    'sip_contact',
+    'sip_expires',
+    'sip_user_agent',
+    'sub_account',
+    'raw',
+  ],
+});
+
+export const VERIFIED_CALLER_IDS = defineSpec({
+  table: 'verified_caller_ids',
+  key: ['account_id', 'phone_number'],
+  snapshot: true,
+  columns: [
+    'account_id',
+    'phone_number',
+    'alias',
+    'country',
+    'created_at',
+    'modified_at',
+    'resource_uri',
+    'subaccount',
+    'verification_uuid',
+    'raw',
+  ],
+});
+
+export const MESSAGES = defineSpec({
+  table: 'messages',
+  key: ['account_id', 'message_uuid'],
+  snapshot: false,
+  columns: [
+    'account_id',
+    'message_uuid',
+    'resource_uri',
+    'message_direction',
+    'message_state',
+    'message_type',
+    'message_time',
+    'from_number',
+    'to_number',
+    'replaced_sender',
+    'destination_country_iso2',
+    'destination_network',
+    'mcc',
+    'mnc',
+    'units',
+    'total_rate',
+    'total_amount',
+    'carrier_fees_rate',
+    'carrier_fees',
+    'error_code',
+    'is_domestic',
+    'powerpack_id',
+    'tendlc_campaign_id',
+    'tendlc_registration_status',
+    'dlt_entity_id',
+    'dlt_template_id',
+    'dlt_template_category',
+    'requester_ip',
+    'conversation_id',
+    'conversation_origin',
+    'conversation_expiration_timestamp',
+    'log',
+    'api_id',
+    'raw',
+  ],
+});
+
+export const POWERPACKS = defineSpec({
+  table: 'powerpacks',
+  key: ['account_id', 'uuid'],
+  snapshot: false,
+  columns: [
+    'account_id',
+    'uuid',
+    'name',
+    'application_id',
+    'application_type',
+    'created_on',
+    'local_connect',
+    'sticky_sender',
+    'number_pool',
+    'number_priority',
+    'api_id',
+    'raw',
+  ],
+});
+
+export const CALL_STREAMS = defineSpec({
+  table: 'call_streams',
+  key: ['account_id', 'stream_id'],
+  snapshot: false,
+  columns: [
+    'account_id',
+    'stream_id',
+    'call_uuid',
+    'service_auth_id',
+    'resource_uri',
+    'service_url',
+    'audio_track',
+    'bidirectional',
+    'created_at',
+    'start_time',
+    'end_time',
+    'bill_duration',
+    'rounded_bill_duration',
+    'billed_amount',
+    'raw',
+  ],
+});
+
+export const DATA_TABLES = [
+  TRUNK_CALLS,
+  SIP_ENDPOINTS,
+  VERIFIED_CALLER_IDS,
+  MESSAGES,
+  POWERPACKS,
+  CALL_STREAMS,
+] as const;

@@ -1,0 +1,240 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { upsertDataRows, type LoadRow, type LoadStrategy } from '../../src/db/data-loader.js';
+import { SIP_ENDPOINTS, TRUNK_CALLS, type DataTableSpec } from '../../src/db/table-specs.js';
+import { bothDatabases, createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+function call(uuid: string, overrides: Record<string, unknown> = {}): LoadRow {
+  const raw = {
+    call_uuid: uuid,
+    api_id: 'req-1',
+    total_amount: '0.00850000000001',
+    note: 'tab\there "q" \\ back',
+    ...overrides,
+  };
+  return {
+    account_id: 'A',
+    call_uuid: uuid,
+    parent_call_uuid: null,
+    conference_uuid: null,
+    api_id: raw.api_id,
+    resource_uri: `/v1/Account/A/Call/${uuid}/`,
+    call_direction: 'outbound',
+    call_state: 'ANSWER',
+    from_number: '14155550100',
+    to_number: 'sip:alice@example.com',
+    initiation_time: '2026-11-20T10:00:00Z',
+    answer_time: '2026-11-20T10:00:05Z',
+    end_time: '2026-11-20T10:01:05.000001Z',
+    call_duration: 65,
+    bill_duration: 60,
+    billed_duration: 60,
+    total_rate: '0.00850',
+    total_amount: raw.total_amount,
+    hangup_cause_code: 4000,
+    hangup_cause_name: 'Normal Hangup',
+    hangup_source: 'Customer',
+    stir_verification: 'Verified',
+    stir_attestation: 'A',
+    voice_network_group: '',
+    source_ip: '10.0.0.1',
+    raw: JSON.stringify(raw),
+  };
+}
+
+function endpoint(id: string, alias = 'desk'): LoadRow {
+  return {
+    account_id: 'A',
+    endpoint_id: id,
+    username: `user${id}`,
+    alias,
+    application: '/v1/Account/A/Application/1/',
+    resource_uri: `/v1/Account/A/Endpoint/${id}/`,
+    sip_uri: `sip:user${id}@phone.example.com`,
+    sip_registered: false,
+    sip_contact: null,
+    sip_expires: null,
+    sip_user_agent: null,
+    sub_account: null,
+    raw: { endpoint_id: id, alias },
+  };
+}
+
+const targets = bothDatabases().flatMap((target) =>
+  (['copy', 'insert'] as LoadStrategy[]).map((strategy) => ({
+    target,
+    strategy,
+    name: `${target.description}, ${strategy}`,
+  })),
+);
+
+describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
+  let handle: TestDatabase;
+  beforeAll(async () => {
+    handle = await createTestDatabase({ target });
+  });
+  afterAll(async () => {
+    await handle?.close();
+  });
+
+  const load = (rows: LoadRow[], at: string, spec: DataTableSpec = TRUNK_CALLS) =>
+    handle.database.root
+      .transaction()
+      .execute((trx) => upsertDataRows(trx, handle.database.schema, spec, rows, at, strategy));
+
+  it('inserts, skips unchanged rows, and rewrites only changed ones', async () => {
+    const { db } = handle.database;
+    expect(await load([call('c1'), call('c2')], '2026-11-21T00:00:00Z')).toEqual({
+      upserted: 2,
+      written: 2,
+    });
+
+    // The same content with a new request id is not a change.
+    expect(
+      await load([call('c1', { api_id: 'req-2' }), call('c2')], '2026-11-21T01:00:00Z'),
+    ).toEqual({ upserted: 2, written: 0 });
+
+    expect(await load([call('c1', { total_amount: '0.017' })], '2026-11-21T02:00:00Z')).toEqual({
+      upserted: 1,
+      written: 1,
+    });
+
+    const rows = await db
+      .selectFrom('trunk_calls')
+      .select(['call_uuid', 'total_amount', 'synced_at', 'changed_at', 'raw', 'end_time'])
+      .orderBy('call_uuid')
+      .execute();
+    expect(rows).toEqual([
+      {
+        call_uuid: 'c1',
+        total_amount: '0.017',
+        synced_at: '2026-11-21T02:00:00Z',
+        changed_at: '2026-11-21T02:00:00Z',
+        raw: {
+          call_uuid: 'c1',
+          api_id: 'req-1',
+          total_amount: '0.017',
+          note: 'tab\there "q" \\ back',
+        },
+        end_time: '2026-11-20T10:01:05.000001Z',
+      },
+      {
+        call_uuid: 'c2',
+        total_amount: '0.00850000000001',
+        synced_at: '2026-11-21T00:00:00Z',
+        changed_at: null,
+        raw: {
+          call_uuid: 'c2',
+          api_id: 'req-1',
+          total_amount: '0.00850000000001',
+          note: 'tab\there "q" \\ back',
+        },
+        end_time: '2026-11-20T10:01:05.000001Z',
+      },
+    ]);
+  });
+
+  it('keeps the last of two rows with the same key in one batch', async () => {
+    expect(
+      await load(
+        [call('d1', { total_amount: '1' }), call('d1', { total_amount: '2' })],
+        '2026-11-21T00:00:00Z',
+      ),
+    ).toEqual({
+      upserted: 1,
+      written: 1,
+    });
+    const row = await handle.database.db
+      .selectFrom('trunk_calls')
+      .select('total_amount')
+      .where('call_uuid', '=', 'd1')
+      .executeTakeFirst();
+    expect(row?.total_amount).toBe('2');
+  });
+
+  it('keeps numbers in raw digit for digit when given the record text', async () => {
+    const text = '{"call_uuid":"big","n":123456789012345678901234567890.000000000000001}';
+    await load([{ ...call('big'), raw: text }], '2026-11-21T00:00:00Z');
+    const result = await sql<{
+      n: string;
+    }>`SELECT (raw->'n')::text AS n FROM ${sql.table(`${handle.database.schema}.trunk_calls`)} WHERE call_uuid = 'big'`.execute(
+      handle.database.root,
+    );
+    expect(result.rows[0]?.n).toBe('123456789012345678901234567890.000000000000001');
+  });
+
+  it('stamps snapshot rows seen, and restamps only changed ones', async () => {
+    const { db } = handle.database;
+    expect(
+      await load([endpoint('1'), endpoint('2')], '2026-11-21T00:00:00Z', SIP_ENDPOINTS),
+    ).toEqual({ upserted: 2, written: 2 });
+    await db
+      .updateTable('sip_endpoints')
+      .set({ deleted_at: '2026-11-21T00:30:00Z' })
+      .where('endpoint_id', '=', '2')
+      .execute();
+    expect(
+      await load(
+        [endpoint('1', 'front desk'), endpoint('2')],
+        '2026-11-21T01:00:00Z',
+        SIP_ENDPOINTS,
+      ),
+    ).toEqual({ upserted: 2, written: 1 });
+    const rows = await db
+      .selectFrom('sip_endpoints')
+      .select([
+        'endpoint_id',
+        'alias',
+        'first_seen_at',
+        'last_seen_at',
+        'synced_at',
+        'changed_at',
+        'deleted_at',
+      ])
+      .orderBy('endpoint_id')
+      .execute();
+    expect(rows).toEqual([
+      {
+        endpoint_id: '1',
+        alias: 'front desk',
+        first_seen_at: '2026-11-21T00:00:00Z',
+        last_seen_at: '2026-11-21T01:00:00Z',
+        synced_at: '2026-11-21T01:00:00Z',
+        changed_at: '2026-11-21T01:00:00Z',
+        deleted_at: null,
+      },
+      {
+        endpoint_id: '2',
+        alias: 'desk',
+        first_seen_at: '2026-11-21T00:00:00Z',
+        last_seen_at: '2026-11-21T01:00:00Z',
+        synced_at: '2026-11-21T00:00:00Z',
+        changed_at: null,
+        deleted_at: null,
+      },
+    ]);
+  });
+
+  it('loads two batches in one transaction without mixing them', async () => {
+    const written = await handle.database.root.transaction().execute(async (trx) => {
+      const first = await upsertDataRows(
+        trx,
+        handle.database.schema,
+        TRUNK_CALLS,
+        [call('e1')],
+        '2026-11-21T00:00:00Z',
+        strategy,
+      );
+      const second = await upsertDataRows(
+        trx,
+        handle.database.schema,
+        TRUNK_CALLS,
+        [call('e2')],
+        '2026-11-21T00:00:00Z',
+        strategy,
+      );
+      return [first.written, second.written];
+    });
+    expect(written).toEqual([1, 1]);
+  });
+});

@@ -6,7 +6,10 @@ import { TELESYNC_VERSION } from '../version.js';
 import { processIo, type CliIo } from './cli-io.js';
 import { createCommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
+import { registerBackfillCommand } from './backfill-command.js';
 import { registerMigrateCommand } from './migrate-command.js';
+import { registerSyncCommand } from './sync-command.js';
+import { registerSimulateCommand } from './simulate-command.js';
 
 /**
  * Runs the `telesync` command line and returns its exit code. Never throws: every failure is
@@ -23,6 +26,9 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
   registerMigrateCommand(program, context);
+  registerSyncCommand(program, context);
+  registerBackfillCommand(program, context);
+  registerSimulateCommand(program, context);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

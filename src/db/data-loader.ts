@@ -22,6 +22,9 @@ export interface UpsertResult {
   readonly written: number;
 }
 
+/** Anything that runs compiled queries: a Kysely instance or a transaction, of any schema type. */
+export type QueryRunner = Pick<Kysely<unknown>, 'executeQuery'>;
+
 /** A row as a normaliser makes it: column → value. */
 export type LoadRow = Readonly<Record<string, unknown>>;
 
@@ -34,7 +37,7 @@ const MAX_STATEMENT_PARAMETERS = 65_000;
  * When a batch holds the same key twice, the last row wins.
  */
 export async function upsertDataRows(
-  trx: Kysely<unknown>,
+  trx: QueryRunner,
   schema: string,
   spec: DataTableSpec,
   rows: readonly LoadRow[],
@@ -84,7 +87,7 @@ export async function upsertDataRows(
 }
 
 async function runUpsert(
-  trx: Kysely<unknown>,
+  trx: QueryRunner,
   text: string,
   parameters: readonly unknown[],
   spec: DataTableSpec,

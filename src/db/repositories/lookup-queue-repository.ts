@@ -1,0 +1,158 @@
+import { sql, type Kysely } from 'kysely';
+import type { Tables } from '../schema.js';
+
+/**
+ * The lookup queues: message_refs (messages to fetch by UUID), call_stream_refs (calls whose stream
+ * records are wanted) and powerpack_refs (sender packs referenced by stored messages). Each entry
+ * is pending until fetched, found missing (404) or given up on after too many failures.
+ */
+export type LookupQueue = 'message_refs' | 'call_stream_refs' | 'powerpack_refs';
+
+export const QUEUE_KEY = {
+  message_refs: 'message_uuid',
+  call_stream_refs: 'call_uuid',
+  powerpack_refs: 'powerpack_uuid',
+} as const satisfies Record<LookupQueue, string>;
+
+export interface DueLookup {
+  key: string;
+  attempts: number;
+}
+
+/**
+ * Queues `keys` for lookup. An explicit request (`retry: true`, the command line) also puts back
+ * an entry that ended not_found, failed or fetched, so asking again means trying again; an
+ * automatic one (packs referenced by messages) leaves existing entries alone.
+ */
+export async function enqueueLookups(
+  db: Kysely<Tables>,
+  queue: LookupQueue,
+  accountId: string,
+  keys: readonly string[],
+  requestedBy: string,
+  options: { retry: boolean },
+): Promise<number> {
+  const unique = [...new Set(keys)];
+  if (unique.length === 0) return 0;
+  const keyColumn = QUEUE_KEY[queue];
+  let total = 0;
+  for (let offset = 0; offset < unique.length; offset += 5000) {
+    const chunk = unique.slice(offset, offset + 5000);
+    const values = chunk.map((key) => ({
+      account_id: accountId,
+      [keyColumn]: key,
+      requested_by: requestedBy,
+    }));
+    const result = await db
+      .insertInto(queue)
+      .values(values)
+      .onConflict((conflict) => {
+        const target = conflict.columns(['account_id', keyColumn] as never);
+        return options.retry
+          ? target.doUpdateSet({
+              status: 'pending',
+              attempts: 0,
+              next_attempt_at: null,
+              last_error: null,
+              requested_at: sql<string>`now()`,
+              requested_by: sql<string>`excluded.requested_by`,
+            } as never)
+          : target.doNothing();
+      })
+      .executeTakeFirst();
+    total += Number(result.numInsertedOrUpdatedRows ?? 0n);
+  }
+  return total;
+}
+
+/** Pending entries due now (never tried, or their backoff has passed), oldest request first. */
+export async function findDueLookups(
+  db: Kysely<Tables>,
+  queue: LookupQueue,
+  accountId: string,
+  now: string,
+  limit: number,
+): Promise<DueLookup[]> {
+  const keyColumn = QUEUE_KEY[queue];
+  const rows = await db
+    .selectFrom(queue)
+    .select([sql<string>`${sql.ref(keyColumn)}`.as('key'), 'attempts'])
+    .where('account_id', '=', accountId)
+    .where('status', '=', 'pending')
+    .where((eb) => eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '<=', now)]))
+    .orderBy('requested_at')
+    .orderBy(sql.ref(keyColumn))
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ key: row.key, attempts: row.attempts }));
+}
+
+export type LookupOutcome =
+  | { status: 'fetched' }
+  | { status: 'not_found'; error: string }
+  /** A failure worth retrying at `nextAttemptAt`, or given up on when that is undefined. */
+  | { status: 'retry'; error: string; nextAttemptAt: string | undefined }
+  /** Fetched, but worth fetching again at `nextAttemptAt` (a stream still running); not a failure. */
+  | { status: 'recheck'; nextAttemptAt: string };
+
+/** Records the outcome of one lookup attempt (in the transaction that stored its data, if any). */
+export async function recordLookupOutcome(
+  db: Kysely<Tables>,
+  queue: LookupQueue,
+  accountId: string,
+  key: string,
+  outcome: LookupOutcome,
+  now: string,
+): Promise<void> {
+  const keyColumn = QUEUE_KEY[queue];
+  const changes =
+    outcome.status === 'fetched'
+      ? {
+          status: 'fetched',
+          fetched_at: now,
+          last_error: null,
+          next_attempt_at: null,
+          attempts: sql<number>`attempts + 1`,
+        }
+      : outcome.status === 'recheck'
+        ? {
+            status: 'pending',
+            fetched_at: now,
+            last_error: null,
+            next_attempt_at: outcome.nextAttemptAt,
+          }
+        : outcome.status === 'not_found'
+          ? {
+              status: 'not_found',
+              last_error: outcome.error,
+              next_attempt_at: null,
+              attempts: sql<number>`attempts + 1`,
+            }
+          : {
+              status: outcome.nextAttemptAt === undefined ? 'failed' : 'pending',
+              last_error: outcome.error,
+              next_attempt_at: outcome.nextAttemptAt ?? null,
+              attempts: sql<number>`attempts + 1`,
+            };
+  await db
+    .updateTable(queue)
+    .set(changes as never)
+    .where('account_id', '=', accountId)
+    .where(sql.ref(keyColumn), '=', key)
+    .execute();
+}
+
+/** How many entries of each status a queue holds for an account. */
+export async function countLookupsByStatus(
+  db: Kysely<Tables>,
+  queue: LookupQueue,
+  accountId: string,
+): Promise<Record<string, number>> {
+  const rows = await db
+    .selectFrom(queue)
+    .select(['status', sql<number>`count(*)`.as('n')])
+    .where('account_id', '=', accountId)
+    .groupBy('status')
+    .execute();
+  return Object.fromEntries(rows.map((row) => [row.status, row.n]));
+}

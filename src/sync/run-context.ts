@@ -1,0 +1,48 @@
+import type { RequestMeter } from '../api/request-meter.js';
+import type { TelephonyClient } from '../api/telephony-client.js';
+import type { SyncConfig } from '../config/config-types.js';
+import type { Database } from '../db/connect.js';
+import type { LoadStrategy } from '../db/data-loader.js';
+import type { Logger } from '../util/logger.js';
+import type { EpochMicros } from '../util/micros.js';
+import type { TimeWindow } from './window-planner.js';
+
+/** Counts and findings of one run, written to its sync_runs row. */
+export class RunStats {
+  windowsPlanned = 0;
+  windowsCompleted = 0;
+  /** Records received from the service. */
+  recordsFetched = 0;
+  /** Records handed to the upsert. */
+  recordsUpserted = 0;
+  /** Rows inserted or rewritten because their content changed. */
+  recordsChanged = 0;
+  /** Records quarantined in rejected_records. */
+  recordsRejected = 0;
+  /** The span the run covered. */
+  span: TimeWindow | undefined;
+  /** Calls that can no longer be read (the watermark fell behind the horizon). */
+  gap: TimeWindow | undefined;
+  /** Problems that did not stop the run but must fail it at the end (a refused snapshot). */
+  readonly failures: string[] = [];
+}
+
+/** Everything an extractor needs for one run of one stream of one account. */
+export interface RunContext {
+  readonly database: Database;
+  readonly client: TelephonyClient;
+  readonly accountId: string;
+  readonly runId: number;
+  readonly settings: SyncConfig;
+  /** Pages of one window requested at once (the transport's limiter still caps the rate). */
+  readonly pageConcurrency: number;
+  readonly loadStrategy: LoadStrategy;
+  /** The clock, in epoch microseconds. */
+  now(): EpochMicros;
+  readonly log: Logger;
+  /** Counts this run's requests. */
+  readonly meter: RequestMeter;
+  readonly stats: RunStats;
+  /** Aborted on shutdown: stop after the batch in hand. */
+  readonly signal: AbortSignal | undefined;
+}

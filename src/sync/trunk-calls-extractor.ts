@@ -1,0 +1,304 @@
+import type { Kysely } from 'kysely';
+import { ApiError } from '../api/api-errors.js';
+import {
+  completeWindow,
+  failWindow,
+  findLedgerRows,
+  markWindowRunning,
+  type LedgerKey,
+  type LedgerRow,
+} from '../db/repositories/sync-windows-repository.js';
+import {
+  advanceWatermark,
+  findSyncState,
+  saveCursor,
+} from '../db/repositories/sync-state-repository.js';
+import type { Tables } from '../db/schema.js';
+import { TRUNK_CALLS } from '../db/table-specs.js';
+import { describeError } from '../util/coerce-error.js';
+import { formatIsoMicros, parseEpochMicros, type EpochMicros } from '../util/micros.js';
+import { BatchLoader } from './batch-loader.js';
+import type { RunContext } from './run-context.js';
+import {
+  describeWindow,
+  readWindow,
+  readWindowFully,
+  WindowIncompleteError,
+} from './trunk-window-reader.js';
+import {
+  afterProbe,
+  decideBackfill,
+  decideIncremental,
+  type LedgerEntry,
+} from './window-actions.js';
+import {
+  deepRecheckRange,
+  planBackfill,
+  planIncremental,
+  plannerSettings,
+  type BackfillPlan,
+  type TimeWindow,
+} from './window-planner.js';
+
+const STREAM = 'trunk_calls';
+
+/**
+ * The trunk-call stream. An incremental run reads from its watermark minus the lookback to now
+ * minus the settle lag; windows already complete are only counted (one request each) and re-read
+ * when the count moved. A backfill re-reads any part of the horizon, resumably, and leaves the
+ * watermark alone.
+ */
+export async function syncTrunkCalls(context: RunContext): Promise<void> {
+  const now = context.now();
+  const settings = plannerSettings(context.settings);
+  const state = await findSyncState(context.database.db, context.accountId, STREAM);
+  const watermark = state.watermark === undefined ? undefined : parseEpochMicros(state.watermark);
+  const plan = planIncremental(now, watermark, settings);
+  context.stats.span = { start: plan.from, end: plan.to };
+  context.stats.windowsPlanned = plan.windows.length;
+  if (plan.gap !== undefined) {
+    context.stats.gap = plan.gap;
+    context.log.warn(
+      { gapStart: formatIsoMicros(plan.gap.start), gapEnd: formatIsoMicros(plan.gap.end) },
+      'the watermark fell behind the 90-day horizon: calls that ended in this gap can no longer be read from the service',
+    );
+  }
+
+  const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
+  const ledger = await findLedgerRows(context.database.db, key, plan.from, plan.to);
+  const deepRange = deepRecheckRange(now, context.settings.deepRecheckDays);
+  const deepRecheck =
+    deepRange === undefined ? undefined : { range: deepRange, dayStart: deepRange.end };
+  const loader = new BatchLoader(context, TRUNK_CALLS);
+  let contiguous = true;
+
+  for (const window of plan.windows) {
+    if (context.signal?.aborted) break;
+    const entry = ledger.get(window.start);
+    const action = decideIncremental(window, entry, deepRecheck);
+    const advance = (trx: Kysely<Tables>) =>
+      contiguous
+        ? advanceWatermark(trx, context.accountId, STREAM, formatIsoMicros(window.end))
+        : Promise.resolve();
+    try {
+      if (action.kind === 'probe' && entry !== undefined) {
+        await probeWindow(context, key, window, entry, loader, advance);
+      } else {
+        context.log.debug(
+          {
+            window: describeWindow(window),
+            why: action.kind === 'read' ? action.why : action.kind,
+          },
+          'reading window',
+        );
+        await readAndComplete(context, key, window, loader, advance);
+      }
+      context.stats.windowsCompleted++;
+    } catch (error) {
+      contiguous = false;
+      await recordWindowFailure(context, key, window, error);
+      // A service that fails every request would fail every window the same way, slowly: stop.
+      if (!(error instanceof WindowIncompleteError)) throw error;
+      context.stats.failures.push(error.message);
+    }
+  }
+  await loader.drain();
+}
+
+export interface BackfillRequest {
+  window: TimeWindow;
+}
+
+/**
+ * Re-reads every window of `request` (widened to whole slots, cut to the horizon), oldest first.
+ * Running the same backfill again after a crash skips the windows it had already read: the
+ * backfill's start time stays in the stream's cursor until it finishes.
+ */
+export async function backfillTrunkCalls(
+  context: RunContext,
+  request: BackfillRequest,
+): Promise<BackfillPlan> {
+  const now = context.now();
+  const plan = planBackfill(now, request.window, plannerSettings(context.settings));
+  context.stats.span = plan.covered;
+  context.stats.windowsPlanned = plan.windows.length;
+  if (plan.beyondHorizon !== undefined) {
+    context.log.warn(
+      {
+        from: formatIsoMicros(plan.beyondHorizon.start),
+        to: formatIsoMicros(plan.beyondHorizon.end),
+      },
+      'part of the backfill is older than the 90-day horizon and cannot be read from the service',
+    );
+  }
+  if (plan.covered === undefined) return plan;
+
+  const state = await findSyncState(context.database.db, context.accountId, STREAM);
+  const pending = state.cursor.backfill as { startedAt?: string } | undefined;
+  const startedAt =
+    (pending?.startedAt !== undefined ? parseEpochMicros(pending.startedAt) : undefined) ?? now;
+  if (pending?.startedAt !== undefined) {
+    context.log.info(
+      { startedAt: pending.startedAt },
+      'resuming an unfinished backfill: windows it already read are skipped',
+    );
+  }
+  await saveCursor(context.database.db, context.accountId, STREAM, {
+    ...state.cursor,
+    backfill: {
+      startedAt: formatIsoMicros(startedAt),
+      from: formatIsoMicros(plan.covered.start),
+      to: formatIsoMicros(plan.covered.end),
+    },
+  });
+
+  const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
+  const ledger = await findLedgerRows(
+    context.database.db,
+    key,
+    plan.covered.start,
+    plan.covered.end,
+  );
+  const loader = new BatchLoader(context, TRUNK_CALLS);
+  for (const window of plan.windows) {
+    if (context.signal?.aborted) break;
+    const action = decideBackfill(window, toEntry(ledger.get(window.start)), startedAt);
+    if (action.kind === 'skip') {
+      context.stats.windowsCompleted++;
+      continue;
+    }
+    try {
+      await readAndComplete(context, key, window, loader, () => Promise.resolve());
+      context.stats.windowsCompleted++;
+    } catch (error) {
+      await recordWindowFailure(context, key, window, error);
+      if (!(error instanceof WindowIncompleteError)) throw error;
+      context.stats.failures.push(error.message);
+    }
+  }
+  await loader.drain();
+  if (!context.signal?.aborted && context.stats.failures.length === 0) {
+    const { backfill: _finished, ...rest } = (
+      await findSyncState(context.database.db, context.accountId, STREAM)
+    ).cursor;
+    await saveCursor(context.database.db, context.accountId, STREAM, rest);
+  }
+  return plan;
+}
+
+/** Reads every page of a window and marks it complete, with `advance`, in the same transaction. */
+async function readAndComplete(
+  context: RunContext,
+  key: LedgerKey,
+  window: TimeWindow,
+  loader: BatchLoader,
+  advance: (trx: Kysely<Tables>) => Promise<void>,
+): Promise<void> {
+  await markWindowRunning(context.database.db, context.database.schema, key, window, context.runId);
+  const read = await readWindowFully(context, window, loader);
+  const readAt = formatIsoMicros(context.now());
+  await loader.commit(async (trx) => {
+    await completeWindow(trx, context.database.schema, key, {
+      start: window.start,
+      end: window.end,
+      totalCount: read.total,
+      runId: context.runId,
+      readAt,
+    });
+    await advance(trx);
+  });
+}
+
+/**
+ * Counts a completed window with one request and acts on the answer: nothing changed (verified),
+ * the window only grew into empty time (extended), it grew with new calls (read the new part), or
+ * calls arrived late in the part already read (read it all again).
+ */
+async function probeWindow(
+  context: RunContext,
+  key: LedgerKey,
+  window: TimeWindow,
+  entry: LedgerRow,
+  loader: BatchLoader,
+  advance: (trx: Kysely<Tables>) => Promise<void>,
+): Promise<void> {
+  const total = await context.client.countTrunkCalls(
+    { end_time: { gte: window.start, lt: window.end } },
+    { meter: context.meter, ...(context.signal ? { signal: context.signal } : {}) },
+  );
+  const outcome = afterProbe(window, toEntry(entry)!, total);
+  const verifiedAt = formatIsoMicros(context.now());
+  const confirm = (end: EpochMicros) =>
+    loader.commit(async (trx) => {
+      await completeWindow(trx, context.database.schema, key, {
+        start: window.start,
+        end,
+        totalCount: total,
+        runId: context.runId,
+        verifiedAt,
+      });
+      await advance(trx);
+    });
+  switch (outcome.kind) {
+    case 'unchanged':
+    case 'extend':
+      await confirm(window.end);
+      return;
+    case 'read-new-part': {
+      const read = await readWindow(context, outcome.part, loader);
+      if (
+        read.totalsAgree &&
+        read.distinct === outcome.expectedNew &&
+        read.total === outcome.expectedNew
+      ) {
+        await confirm(window.end);
+        return;
+      }
+      context.log.info(
+        { window: describeWindow(window) },
+        'calls arrived late in a window already read; reading it again',
+      );
+      await readAndComplete(context, key, window, loader, advance);
+      return;
+    }
+    case 'read-all':
+      context.log.info(
+        { window: describeWindow(window), stored: entry.totalCount, service: total },
+        'the service count of a window already read changed; reading it again',
+      );
+      await readAndComplete(context, key, window, loader, advance);
+      return;
+  }
+}
+
+async function recordWindowFailure(
+  context: RunContext,
+  key: LedgerKey,
+  window: TimeWindow,
+  error: unknown,
+): Promise<void> {
+  const message = describeError(error);
+  context.log.error({ window: describeWindow(window), err: error }, `window failed: ${message}`);
+  try {
+    await failWindow(context.database.db, context.database.schema, key, window.start, message);
+  } catch (ledgerError) {
+    // The database itself may be what failed; the run's error says so already.
+    context.log.warn({ err: ledgerError }, 'could not record the window failure in sync_windows');
+  }
+  if (error instanceof ApiError && error.status === 400) {
+    context.log.error(
+      'the service refused a window request; this is a bug in telesync or a change at the service',
+    );
+  }
+}
+
+function toEntry(row: LedgerRow | undefined): LedgerEntry | undefined {
+  if (row === undefined) return undefined;
+  return {
+    status: row.status,
+    start: row.start,
+    coveredEnd: row.coveredEnd,
+    totalCount: row.totalCount,
+    readAt: row.readAt,
+  };
+}

@@ -1,0 +1,137 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runTelesync, TELESYNC_BIN } from '../support/run-telesync.js';
+
+// `telesync simulate` as users run it: a real process that prints how to connect, serves until
+// SIGTERM, and exits 0; bad flags exit 2 naming the accepted form.
+
+interface Started {
+  child: ChildProcessWithoutNullStreams;
+  output: string;
+  exited: Promise<{ code: number | null; stdout: string }>;
+}
+
+/** Starts `telesync simulate …` and resolves once it has printed its connection details. */
+function startCommand(args: string[], env: Record<string, string> = {}): Promise<Started> {
+  const child = spawn(process.execPath, [TELESYNC_BIN, 'simulate', ...args], {
+    cwd: mkdtempSync(join(tmpdir(), 'telesync-sim-')),
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+  });
+  let stdout = '';
+  let stderr = '';
+  const exited = new Promise<{ code: number | null; stdout: string }>((resolve) => {
+    child.on('close', (code) => resolve({ code, stdout }));
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`simulate did not start: ${stdout}${stderr}`));
+    }, 30_000);
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      if (stdout.includes('Stop with Ctrl+C.')) {
+        clearTimeout(timer);
+        resolve({ child, output: stdout, exited });
+      }
+    });
+    child.on('close', () => {
+      clearTimeout(timer);
+      reject(new Error(`simulate exited early: ${stdout}${stderr}`));
+    });
+  });
+}
+
+function exportedVariables(output: string): Record<string, string> {
+  const line = output.split('\n').find((text) => text.trim().startsWith('export '));
+  if (line === undefined) throw new Error(`no export line in: ${output}`);
+  return Object.fromEntries(
+    line
+      .trim()
+      .slice('export '.length)
+      .split(' ')
+      .map((pair) => pair.split('=') as [string, string]),
+  );
+}
+
+describe('telesync simulate', () => {
+  it('prints generated credentials and examples, serves the API, and stops on SIGTERM with 0', async () => {
+    const started = await startCommand(['--port', '0', '--calls', '5000', '--seed', 'cli']);
+    const variables = exportedVariables(started.output);
+    expect(variables.TELESYNC_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(variables.TELESYNC_AUTH_ID).toMatch(/^MA[A-Z0-9]{18}$/);
+    expect(variables.TELESYNC_AUTH_TOKEN).toMatch(/^[A-Z0-9]{40}$/);
+    expect(started.output).toMatch(/Example message UUIDs: [0-9a-f-]{36}/);
+    expect(started.output).toMatch(/Live call UUIDs \(streams can start on these\): [0-9a-f-]{36}/);
+
+    const authorization = `Basic ${Buffer.from(`${variables.TELESYNC_AUTH_ID}:${variables.TELESYNC_AUTH_TOKEN}`).toString('base64')}`;
+    const response = await fetch(
+      `${variables.TELESYNC_BASE_URL}/v1/Account/${variables.TELESYNC_AUTH_ID}/Trunk/Call/?limit=5`,
+      { headers: { authorization } },
+    );
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { objects: unknown[]; meta: { total_count: number } };
+    expect(body.objects).toHaveLength(5);
+    expect(body.meta.total_count).toBeGreaterThan(300);
+
+    started.child.kill('SIGTERM');
+    const exit = await started.exited;
+    expect(exit.code).toBe(0);
+    expect(exit.stdout).toMatch(/telesync simulator stopped\./);
+  });
+
+  it('takes the account from the environment without printing its token', async () => {
+    const started = await startCommand(['--port', '0', '--calls', '100'], {
+      TELESYNC_AUTH_ID: 'MAFROMENVIRONMENT01',
+      TELESYNC_AUTH_TOKEN: 'secret-from-env-123',
+    });
+    try {
+      expect(started.output).not.toContain('secret-from-env-123');
+      expect(started.output).toMatch(
+        /Account MAFROMENVIRONMENT01 \(credentials from TELESYNC_AUTH_ID/,
+      );
+      const base = exportedVariables(started.output).TELESYNC_BASE_URL!;
+      const authorization = `Basic ${Buffer.from('MAFROMENVIRONMENT01:secret-from-env-123').toString('base64')}`;
+      const response = await fetch(`${base}/v1/Account/MAFROMENVIRONMENT01/Endpoint/?limit=1`, {
+        headers: { authorization },
+      });
+      expect(response.status).toBe(200);
+    } finally {
+      started.child.kill('SIGINT');
+      expect((await started.exited).code).toBe(0);
+    }
+  });
+
+  it('exits 2 on bad flag values, naming each and its accepted form', async () => {
+    const result = await runTelesync([
+      'simulate',
+      '--port',
+      'eighty',
+      '--rate-limit',
+      '300 per second',
+      '--fault-5xx',
+      '1.5',
+      '--account',
+      'nocolon',
+      '--calls',
+      '-3',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--port must be a whole number from 0 to 65535 \(got "eighty"\)/);
+    expect(result.stderr).toMatch(/--rate-limit must be REQUESTS\/WINDOW such as 300\/5s/);
+    expect(result.stderr).toMatch(/--fault-5xx must be a share from 0 to 1/);
+    expect(result.stderr).toMatch(/--account must be ID:TOKEN/);
+    expect(result.stderr).toMatch(/--calls must be a whole number/);
+    expect(result.stdout).toBe('');
+  });
+
+  it('shows an example in --help', async () => {
+    const result = await runTelesync(['simulate', '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/\$ telesync simulate --port 0 --calls 1000000/);
+    expect(result.stdout).toMatch(/--rate-limit/);
+  });
+});

@@ -6,6 +6,7 @@ import { LockBusyError, withAdvisoryLock } from '../db/advisory-lock.js';
 import type { Database } from '../db/connect.js';
 import type { LoadStrategy } from '../db/data-loader.js';
 import {
+  closeAbandonedRuns,
   finishRun,
   insertRun,
   updateRunProgress,
@@ -118,6 +119,12 @@ export async function runStream(
         ...(request.signal ? { signal: request.signal } : {}),
       },
       async () => {
+        const abandoned = await closeAbandonedRuns(deps.database.db, accountId, request.stream);
+        if (abandoned > 0)
+          log.warn(
+            { abandoned },
+            'closed runs left unfinished by a process that was killed or crashed',
+          );
         const runId = await insertRun(deps.database.db, {
           accountId,
           stream: request.stream,

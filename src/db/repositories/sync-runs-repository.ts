@@ -42,6 +42,30 @@ export async function insertRun(
   return row.id;
 }
 
+/**
+ * Closes the rows of runs of this account and stream that never finished (the process was killed
+ * or crashed). Call it holding the stream's lock: then no such run can still be alive.
+ */
+export async function closeAbandonedRuns(
+  db: Kysely<Tables>,
+  accountId: string,
+  stream: string,
+): Promise<number> {
+  const result = await db
+    .updateTable('sync_runs')
+    .set({
+      status: 'failed',
+      finished_at: new Date().toISOString(),
+      error:
+        'the process ended before the run finished (killed or crashed); the next run continued from its last commit',
+    })
+    .where('account_id', '=', accountId)
+    .where('stream', '=', stream)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Writes a run's counts so far (a long backfill shows progress in `telesync status`). */
 export async function updateRunProgress(
   db: Kysely<Tables>,

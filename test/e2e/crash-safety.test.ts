@@ -1,0 +1,135 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../../src/db/connect.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
+import { createCliDatabase, type CliDatabase } from '../support/test-database.js';
+import { runTelesync, TELESYNC_BIN } from '../support/run-telesync.js';
+
+const ACCOUNT = { authId: 'MA_E2E_CRASH', authToken: 'tok_e2e_crash_secret' };
+const DAY_MS = 24 * 60 * 60 * 1000;
+const KILLS = 10;
+
+/** Starts `telesync` and SIGKILLs it after `afterMs`; resolves with how it ended. */
+function runAndKill(
+  args: string[],
+  env: Record<string, string>,
+  afterMs: number,
+): Promise<{ killed: boolean; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [TELESYNC_BIN, ...args], {
+      cwd: mkdtempSync(join(tmpdir(), 'telesync-crash-')),
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: 'ignore',
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), afterMs);
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ killed: signal === 'SIGKILL', code });
+    });
+  });
+}
+
+/** Every stored call, every column but the sync's own timestamps, raw included, in key order. */
+async function snapshotOf(database: Database): Promise<string[]> {
+  const result = await sql<{ row: string }>`
+    SELECT (to_jsonb(t) - 'synced_at' - 'changed_at')::text AS row
+      FROM ${sql.table(`${database.schema}.trunk_calls`)} t
+     ORDER BY call_uuid
+  `.execute(database.root);
+  return result.rows.map((row) => row.row);
+}
+
+describe('a backfill killed at random moments and resumed', () => {
+  let sim: RunningSimulator;
+  let crashed: CliDatabase;
+  let clean: CliDatabase;
+  const from = new Date(Date.now() - 40 * DAY_MS).toISOString().slice(0, 10);
+  const to = new Date(Date.now() - 2 * DAY_MS).toISOString().slice(0, 10);
+  const args = ['backfill', '--from', from, '--to', to];
+  const envFor = (database: CliDatabase) => ({
+    ...database.env,
+    TELESYNC_BASE_URL: sim.url,
+    TELESYNC_AUTH_ID: ACCOUNT.authId,
+    TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
+    // Slow enough that every kill lands somewhere inside the work, not after it.
+    TELESYNC_MAX_RPS: '150',
+    TELESYNC_BATCH_SIZE: '500',
+    TELESYNC_LOG_LEVEL: 'warn',
+  });
+
+  beforeAll(async () => {
+    sim = await startSimulator({
+      seed: 'e2e-crash',
+      calls: 40_000,
+      accounts: [ACCOUNT],
+      faults: { malformed: 0.005 },
+    });
+    crashed = createCliDatabase();
+    clean = createCliDatabase();
+    for (const database of [crashed, clean])
+      expect((await runTelesync(['migrate'], envFor(database))).code).toBe(0);
+  });
+  afterAll(async () => {
+    await sim?.close();
+    await crashed?.cleanup();
+    await clean?.cleanup();
+  });
+
+  it(`ends with the same database as a clean run, row for row and raw byte for byte, after ${KILLS} kills`, async () => {
+    const delays: number[] = [];
+    let kills = 0;
+    for (let attempt = 0; attempt < KILLS * 3 && kills < KILLS; attempt++) {
+      // From before the first commit to well into the run; the process takes ~0.5 s to start.
+      const delay = 300 + Math.floor(Math.random() * 1000);
+      delays.push(delay);
+      const outcome = await runAndKill(args, envFor(crashed), delay);
+      if (outcome.killed) kills++;
+      else expect(outcome.code, `run ended on its own with delays ${delays.join(',')}`).toBe(0);
+      if (!outcome.killed) break;
+    }
+    expect(kills, `kill delays (ms): ${delays.join(', ')}`).toBeGreaterThanOrEqual(KILLS);
+
+    const resumed = await runTelesync([...args, '--json'], envFor(crashed));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const cleanRun = await runTelesync([...args, '--json'], envFor(clean));
+    expect(cleanRun.code, cleanRun.stderr).toBe(0);
+
+    const crashedRows = await crashed.inspect(snapshotOf);
+    const cleanRows = await clean.inspect(snapshotOf);
+    expect(cleanRows.length).toBeGreaterThan(10_000);
+    expect(crashedRows.length).toBe(cleanRows.length);
+    expect(crashedRows).toEqual(cleanRows);
+
+    const quarantine = async (database: CliDatabase) =>
+      database.inspect(
+        async ({ db }) =>
+          await db
+            .selectFrom('rejected_records')
+            .select(['payload_sha256', 'raw_payload', 'reason'])
+            .orderBy('payload_sha256')
+            .execute(),
+      );
+    const crashedRejects = await quarantine(crashed);
+    expect(crashedRejects.length).toBeGreaterThan(0);
+    expect(crashedRejects).toEqual(await quarantine(clean));
+
+    // Nothing half-written is visible as complete, and the killed runs are closed, not left running.
+    const { windows, runs } = await crashed.inspect(async ({ db }) => ({
+      windows: await db.selectFrom('sync_windows').select('status').distinct().execute(),
+      runs: await db
+        .selectFrom('sync_runs')
+        .select(['status', sql<number>`count(*)`.as('n')])
+        .groupBy('status')
+        .execute(),
+    }));
+    expect(windows).toEqual([{ status: 'complete' }]);
+    expect(runs.find((row) => row.status === 'running')).toBeUndefined();
+    // A kill during start-up comes before the run's row exists; the others are closed as failed.
+    expect(runs.find((row) => row.status === 'failed')?.n).toBeGreaterThanOrEqual(1);
+  });
+});

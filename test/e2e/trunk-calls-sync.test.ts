@@ -1,0 +1,300 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
+import { canonicalDecimal, oracleCalls, sumDecimals } from '../support/simulator-oracle.js';
+import { createCliDatabase, type CliDatabase } from '../support/test-database.js';
+import { runTelesync } from '../support/run-telesync.js';
+
+const ACCOUNT = { authId: 'MA_E2E_TRUNK', authToken: 'tok_e2e_trunk_secret' };
+const HOUR_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * HOUR_MS;
+
+function envFor(
+  sim: RunningSimulator,
+  database: CliDatabase,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    ...database.env,
+    TELESYNC_BASE_URL: sim.url,
+    TELESYNC_AUTH_ID: ACCOUNT.authId,
+    TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
+    TELESYNC_MAX_RPS: '5000',
+    TELESYNC_CONCURRENCY: '8',
+    TELESYNC_LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
+/** The last line of a command's stdout, parsed (commands run with --json). */
+function lastJson(stdout: string): Record<string, unknown> {
+  const lines = stdout.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
+}
+
+async function storedCalls(database: CliDatabase, fromIso: string, toIso: string) {
+  return database.inspect(async ({ db }) =>
+    db
+      .selectFrom('trunk_calls')
+      .select(['call_uuid', 'total_amount', 'end_time'])
+      .where('end_time', '>=', fromIso)
+      .where('end_time', '<', toIso)
+      .orderBy('call_uuid')
+      .execute(),
+  );
+}
+
+describe('a 90-day backfill, then incremental syncs', () => {
+  let sim: RunningSimulator;
+  let database: CliDatabase;
+  let env: Record<string, string>;
+  let covered: { from: string; to: string };
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 'e2e-trunk', calls: 55_000, accounts: [ACCOUNT] });
+    database = createCliDatabase();
+    env = envFor(sim, database);
+    const migrate = await runTelesync(['migrate'], env);
+    expect(migrate.code, migrate.stderr).toBe(0);
+  });
+  afterAll(async () => {
+    await sim?.close();
+    await database?.cleanup();
+  });
+
+  it('lands every call of the horizon exactly once, with the exact sum of total_amount', async () => {
+    const result = await runTelesync(['backfill', '--days', '90', '--json'], env);
+    expect(result.code, result.stderr).toBe(0);
+    const outcome = lastJson(result.stdout);
+    expect(outcome).toMatchObject({ status: 'succeeded', records_rejected: 0 });
+    covered = { from: String(outcome.covered_from), to: String(outcome.covered_to) };
+
+    const expected = oracleCalls(sim, Date.parse(covered.from), Date.parse(covered.to));
+    expect(expected.length).toBeGreaterThanOrEqual(50_000);
+    const stored = await storedCalls(database, covered.from, covered.to);
+    expect(stored.length).toBe(expected.length);
+    expect(new Set(stored.map((row) => row.call_uuid)).size).toBe(stored.length);
+    expect(stored.map((row) => row.call_uuid)).toEqual(
+      expected.map((call) => call.call_uuid).sort(),
+    );
+
+    const storedSum = await database.inspect(async ({ db }) => {
+      const row = await db
+        .selectFrom('trunk_calls')
+        .select(sql<string>`sum(total_amount)::text`.as('total'))
+        .where('end_time', '>=', covered.from)
+        .where('end_time', '<', covered.to)
+        .executeTakeFirstOrThrow();
+      return row.total;
+    });
+    expect(canonicalDecimal(storedSum)).toBe(
+      canonicalDecimal(sumDecimals(expected.map((call) => call.total_amount))),
+    );
+
+    // Each amount digit for digit, not just the total.
+    const amounts = new Map(expected.map((call) => [call.call_uuid, call.total_amount]));
+    expect(stored.filter((row) => row.total_amount !== amounts.get(row.call_uuid))).toEqual([]);
+
+    // The ledger reconciles: every window complete, service totals equal the rows stored.
+    const ledger = await database.inspect(({ db }) =>
+      db
+        .selectFrom('sync_windows')
+        .select([
+          'status',
+          sql<number>`count(*)`.as('windows'),
+          sql<number>`sum(total_count)`.as('total'),
+          sql<number>`sum(rows_stored)`.as('stored'),
+        ])
+        .groupBy('status')
+        .execute(),
+    );
+    expect(ledger).toEqual([
+      { status: 'complete', windows: 91, total: expected.length, stored: expected.length },
+    ]);
+  });
+
+  it('then a sync reads only the lookback, and a second one changes nothing', async () => {
+    const first = await runTelesync(['sync', 'trunk_calls', '--json'], env);
+    expect(first.code, first.stderr).toBe(0);
+    const second = await runTelesync(['sync', 'trunk_calls', '--json'], env);
+    expect(second.code, second.stderr).toBe(0);
+    const run = lastJson(second.stdout);
+    expect(run).toMatchObject({ status: 'succeeded', records_changed: 0, records_rejected: 0 });
+    // One count probe per window of the lookback (6 hours: at most two day-windows), nothing more
+    // unless calls ended in the few seconds between the two syncs.
+    expect(Number(run.windows_planned)).toBeLessThanOrEqual(2);
+    if (Number(run.records_fetched) === 0) expect(run.requests).toBe(run.windows_planned);
+
+    const watermark = await database.inspect(({ db }) =>
+      db
+        .selectFrom('sync_state')
+        .select('watermark')
+        .where('stream', '=', 'trunk_calls')
+        .executeTakeFirstOrThrow(),
+    );
+    expect(Date.parse(watermark.watermark!)).toBeGreaterThan(Date.now() - 10 * 60 * 1000);
+  });
+
+  it('catches a call that arrives late in a window already read, with the next run', async () => {
+    const endTime = new Date(Date.now() - 2 * HOUR_MS).toISOString();
+    const late = sim.addCall({ endTime });
+    const result = await runTelesync(['sync', 'trunk_calls', '--json'], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(lastJson(result.stdout)).toMatchObject({ status: 'succeeded' });
+    const row = await database.inspect(({ db }) =>
+      db
+        .selectFrom('trunk_calls')
+        .select(['call_uuid', 'total_amount'])
+        .where('call_uuid', '=', String(late.call_uuid))
+        .executeTakeFirst(),
+    );
+    expect(row).toEqual({ call_uuid: late.call_uuid, total_amount: late.total_amount });
+  });
+});
+
+describe('a faulty service', () => {
+  let sim: RunningSimulator;
+  let database: CliDatabase;
+  let env: Record<string, string>;
+  const from = new Date(Date.now() - 6 * DAY_MS).toISOString().slice(0, 10);
+  const to = new Date(Date.now() - 1 * DAY_MS).toISOString().slice(0, 10);
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 'e2e-faults', calls: 30_000, accounts: [ACCOUNT] });
+    database = createCliDatabase();
+    env = envFor(sim, database);
+    expect((await runTelesync(['migrate'], env)).code).toBe(0);
+  });
+  afterAll(async () => {
+    await sim?.close();
+    await database?.cleanup();
+  });
+
+  it('quarantines malformed records with their reason and exact bytes, and stores the rest', async () => {
+    sim.setFaults({ malformed: 0.02 });
+    const result = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], env);
+    expect(result.code, result.stderr).toBe(0);
+    const outcome = lastJson(result.stdout);
+    // What the service holds: its malformed records are the same calls on every read.
+    const served = oracleCalls(sim, Date.parse(from), Date.parse(to));
+    sim.setFaults({});
+    const servedByText = new Set(served.map((call) => call.text));
+
+    const { stored, rejected } = await database.inspect(async ({ db }) => ({
+      stored: await db
+        .selectFrom('trunk_calls')
+        .select('call_uuid')
+        .where('end_time', '>=', from)
+        .where('end_time', '<', to)
+        .execute(),
+      rejected: await db
+        .selectFrom('rejected_records')
+        .select(['reason', 'raw_payload', 'record_key', 'stream'])
+        .execute(),
+    }));
+    expect(rejected.length).toBeGreaterThan(0);
+    expect(stored.length + rejected.length).toBe(served.length);
+    expect(outcome).toMatchObject({ status: 'succeeded', records_rejected: rejected.length });
+    for (const record of rejected) {
+      expect(record.stream).toBe('trunk_calls');
+      expect(record.reason).toMatch(
+        /end_time|answer_time|initiation_time|total_amount|total_rate|call_uuid/,
+      );
+      // Byte for byte what the service sent (the oracle re-serialises its parsed copy, so compare parsed).
+      expect(servedByText.has(JSON.stringify(JSON.parse(record.raw_payload!)))).toBe(true);
+    }
+  });
+
+  it('a service that stays down fails the run clearly after bounded retries; the watermark does not move; the next run completes', async () => {
+    const fastRetries = { TELESYNC_MAX_RETRIES: '2', TELESYNC_HTTP_TIMEOUT_MS: '2000' };
+    const first = await runTelesync(['sync', 'trunk_calls', '--json'], { ...env, ...fastRetries });
+    expect(first.code, first.stderr).toBe(0);
+    const watermarkBefore = await database.inspect(({ db }) =>
+      db
+        .selectFrom('sync_state')
+        .select('watermark')
+        .where('stream', '=', 'trunk_calls')
+        .executeTakeFirstOrThrow(),
+    );
+
+    sim.setFaults({ down: true });
+    const down = await runTelesync(['sync', 'trunk_calls', '--json'], { ...env, ...fastRetries });
+    sim.setFaults({});
+    expect(down.code).toBe(1);
+    const failed = lastJson(down.stdout);
+    expect(failed.status).toBe('failed');
+    expect(String(failed.error)).toMatch(
+      /after 3 attempts: 503 the service had an internal problem/,
+    );
+    expect(down.stdout + down.stderr).not.toContain(ACCOUNT.authToken);
+    const watermarkAfter = await database.inspect(({ db }) =>
+      db
+        .selectFrom('sync_state')
+        .select('watermark')
+        .where('stream', '=', 'trunk_calls')
+        .executeTakeFirstOrThrow(),
+    );
+    expect(watermarkAfter.watermark).toBe(watermarkBefore.watermark);
+
+    const next = await runTelesync(['sync', 'trunk_calls', '--json'], { ...env, ...fastRetries });
+    expect(next.code, next.stderr).toBe(0);
+    expect(lastJson(next.stdout).status).toBe('succeeded');
+  });
+});
+
+describe('calls added at the service while a window is paged', () => {
+  let sim: RunningSimulator;
+  let database: CliDatabase;
+  let env: Record<string, string>;
+  const from = new Date(Date.now() - 8 * DAY_MS).toISOString().slice(0, 10);
+  const to = new Date(Date.now() - 1 * DAY_MS).toISOString().slice(0, 10);
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 'e2e-paging', calls: 30_000, accounts: [ACCOUNT] });
+    database = createCliDatabase();
+    env = envFor(sim, database);
+    expect((await runTelesync(['migrate'], env)).code).toBe(0);
+  });
+  afterAll(async () => {
+    await sim?.close();
+    await database?.cleanup();
+  });
+
+  it('are never missed: a window marked complete holds every call, and the next run completes the rest', async () => {
+    sim.setFaults({ insertDuringPaging: 0.03 });
+    const result = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], env);
+    sim.setFaults({});
+    expect(sim.stats().faults.insertedDuringPaging ?? 0).toBeGreaterThan(0);
+    // A window that never added up fails the run (exit 1) and stays incomplete in the ledger.
+    expect([0, 1], result.stderr).toContain(result.code);
+
+    const windows = await database.inspect(({ db }) =>
+      db
+        .selectFrom('sync_windows')
+        .select([
+          'status',
+          sql<string>`lower(time_range)`.as('start'),
+          sql<string>`upper(time_range)`.as('end'),
+        ])
+        .execute(),
+    );
+    const complete = windows.filter((window) => window.status === 'complete');
+    expect(complete.length).toBeGreaterThan(0);
+    for (const window of complete) {
+      const expected = oracleCalls(sim, Date.parse(window.start), Date.parse(window.end));
+      const stored = await storedCalls(database, window.start, window.end);
+      expect(
+        stored.map((row) => row.call_uuid),
+        `window ${window.start}`,
+      ).toEqual(expected.map((call) => call.call_uuid).sort());
+    }
+
+    const again = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], env);
+    expect(again.code, again.stderr).toBe(0);
+    const expected = oracleCalls(sim, Date.parse(from), Date.parse(to));
+    const stored = await storedCalls(database, from, to);
+    expect(stored.map((row) => row.call_uuid)).toEqual(
+      expected.map((call) => call.call_uuid).sort(),
+    );
+  });
+});

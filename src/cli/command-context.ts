@@ -1,5 +1,5 @@
 import type { TelesyncConfig } from '../config/config-types.js';
-import { loadConfig, readDotEnv } from '../config/load-config.js';
+import { loadConfig, readConfigFile, readDotEnv } from '../config/load-config.js';
 import { openDatabase, type Database } from '../db/connect.js';
 import type { CliIo } from './cli-io.js';
 import type { ExitCode } from './exit-codes.js';
@@ -19,7 +19,13 @@ export function createCommandContext(io: CliIo, onExit: (code: ExitCode) => void
   let config: TelesyncConfig | undefined;
   const context: CommandContext = {
     io,
-    config: () => (config ??= loadConfig(readDotEnv(io.env, io.cwd))),
+    config: () => {
+      if (config === undefined) {
+        const env = readDotEnv(io.env, io.cwd);
+        config = loadConfig(env, readConfigFile(env, io.cwd));
+      }
+      return config;
+    },
     async withDatabase(command, use) {
       const database = await openDatabase(context.config().database, {
         command: `telesync ${command}`,

@@ -1,3 +1,5 @@
+import type { StreamName } from '../sync/streams.js';
+
 /** Where telesync keeps its data. */
 export interface DatabaseConfig {
   /** PostgreSQL connection string (DATABASE_URL); unset means the embedded database. */
@@ -50,6 +52,21 @@ export interface SyncConfig {
   readonly powerpackRefreshHours: number;
 }
 
+/** When the scheduler runs each stream, and how it is watched. */
+export interface ScheduleConfig {
+  /** Time zone of the cron expressions (TELESYNC_SCHEDULE_TIMEZONE, default UTC). */
+  readonly timezone: string;
+  /** A cron expression per stream, or "off" (TELESYNC_SCHEDULE_<STREAM>). */
+  readonly crons: Readonly<Record<StreamName, string>>;
+  /** Where /healthz and /metrics listen (TELESYNC_HTTP_HOST, TELESYNC_HTTP_PORT; port 0: off). */
+  readonly httpHost: string;
+  readonly httpPort: number;
+  /** On SIGTERM, runs in hand get this long to finish their batch (TELESYNC_SHUTDOWN_TIMEOUT_SECONDS). */
+  readonly shutdownTimeoutSeconds: number;
+  /** /healthz fails when a stream's last successful run is older (TELESYNC_HEALTH_MAX_AGE_MINUTES). */
+  readonly healthMaxAgeMinutes: number;
+}
+
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 
 /** Everything telesync reads from its environment, validated and frozen. */
@@ -59,5 +76,8 @@ export interface TelesyncConfig {
   readonly accounts: readonly AccountConfig[];
   readonly api: ApiConfig;
   readonly sync: SyncConfig;
+  readonly schedule: ScheduleConfig;
   readonly logLevel: LogLevel;
+  /** The config file that was read (TELESYNC_CONFIG), if any. */
+  readonly configFile: string | undefined;
 }

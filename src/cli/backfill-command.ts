@@ -103,9 +103,9 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
         );
         progress.finish();
         const plan = result.backfill;
-        if (plan?.beyondHorizon !== undefined && options.json !== true) {
+        if (plan?.beyondService !== undefined && options.json !== true) {
           context.io.err(
-            `note: ${formatIsoMicros(plan.beyondHorizon.start)} to ${formatIsoMicros(plan.beyondHorizon.end)} is older than the ` +
+            `note: ${formatIsoMicros(plan.beyondService.start)} to ${formatIsoMicros(plan.beyondService.end)} is older than the ` +
               "service's 90-day horizon and cannot be read; the backfill starts at the horizon",
           );
         }

@@ -6,6 +6,8 @@ export interface CliIo {
   readonly cwd: string;
   /** Whether stdout is a terminal (progress bars, colours). */
   readonly isTty: boolean;
+  /** stderr when it is a terminal: where progress bars draw. */
+  readonly terminal?: NodeJS.WriteStream;
   out(text: string): void;
   err(text: string): void;
 }
@@ -15,6 +17,7 @@ export function processIo(): CliIo {
     env: process.env,
     cwd: process.cwd(),
     isTty: process.stdout.isTTY === true,
+    ...(process.stderr.isTTY ? { terminal: process.stderr } : {}),
     out: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
     err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
   };

@@ -7,7 +7,11 @@ import { processIo, type CliIo } from './cli-io.js';
 import { createCommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { registerBackfillCommand } from './backfill-command.js';
+import { registerDemoCommand } from './demo-command.js';
+import { registerLookupCommand } from './lookup-command.js';
 import { registerMigrateCommand } from './migrate-command.js';
+import { registerStatusCommand } from './status-command.js';
+import { registerStreamCommand } from './stream-command.js';
 import { registerSyncCommand } from './sync-command.js';
 import { registerSimulateCommand } from './simulate-command.js';
 
@@ -28,6 +32,10 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
   registerMigrateCommand(program, context);
   registerSyncCommand(program, context);
   registerBackfillCommand(program, context);
+  registerStatusCommand(program, context);
+  registerLookupCommand(program, context);
+  registerStreamCommand(program, context);
+  registerDemoCommand(program, context);
   registerSimulateCommand(program, context);
 
   try {

@@ -163,6 +163,39 @@ export interface PowerpackNumberPrioritiesView {
   priority3: string | null;
 }
 
+/** View: trunk calls per UTC day, account and direction. */
+export interface BillingDailyView {
+  day: string;
+  account_id: string;
+  direction: string | null;
+  calls: number;
+  billed_seconds: number;
+  billed_minutes: Decimal;
+  total_amount: Decimal;
+}
+
+/** View: messages per UTC day, account, direction and type. */
+export interface MessagesBillingDailyView {
+  day: string;
+  account_id: string;
+  direction: string | null;
+  message_type: string | null;
+  messages: number;
+  units: number;
+  total_amount: Decimal;
+  carrier_fees: Decimal;
+}
+
+/** View: audio streams per UTC day and account. */
+export interface CallStreamsBillingDailyView {
+  day: string;
+  account_id: string;
+  streams: number;
+  bill_seconds: number;
+  rounded_bill_seconds: number;
+  billed_amount: Decimal;
+}
+
 export type LookupStatus = 'pending' | 'fetched' | 'not_found' | 'failed';
 
 /** Columns of every lookup queue. */
@@ -271,6 +304,9 @@ export interface Tables {
   powerpacks: PowerpacksTable;
   call_streams: CallStreamsTable;
   powerpack_number_priorities: PowerpackNumberPrioritiesView;
+  billing_daily: BillingDailyView;
+  messages_billing_daily: MessagesBillingDailyView;
+  call_streams_billing_daily: CallStreamsBillingDailyView;
   message_refs: MessageRefsTable;
   call_stream_refs: CallStreamRefsTable;
   powerpack_refs: PowerpackRefsTable;

@@ -122,11 +122,11 @@ export async function backfillTrunkCalls(
   const plan = planBackfill(now, request.window, plannerSettings(context.settings));
   context.stats.span = plan.covered;
   context.stats.windowsPlanned = plan.windows.length;
-  if (plan.beyondHorizon !== undefined) {
+  if (plan.beyondService !== undefined) {
     context.log.warn(
       {
-        from: formatIsoMicros(plan.beyondHorizon.start),
-        to: formatIsoMicros(plan.beyondHorizon.end),
+        from: formatIsoMicros(plan.beyondService.start),
+        to: formatIsoMicros(plan.beyondService.end),
       },
       'part of the backfill is older than the 90-day horizon and cannot be read from the service',
     );

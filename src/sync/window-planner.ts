@@ -129,8 +129,13 @@ export interface BackfillPlan {
   readonly requested: TimeWindow;
   /** What is read: the request widened to whole slots, then cut to what the service still has. */
   readonly covered: TimeWindow | undefined;
-  /** The part of the request older than the horizon, which cannot be read; undefined when none. */
+  /** The part of the request older than the horizon (margin included), which is not read. */
   readonly beyondHorizon: TimeWindow | undefined;
+  /**
+   * The part of the request older than the service keeps calls at all (90 days, without telesync's
+   * margin): what a person must be told is lost. Undefined when none.
+   */
+  readonly beyondService: TimeWindow | undefined;
   /** The part of the request newer than now minus the settle lag; undefined when none. */
   readonly notYetSettled: TimeWindow | undefined;
 }
@@ -146,6 +151,7 @@ export function planBackfill(
   settings: PlannerSettings,
 ): BackfillPlan {
   const horizon = horizonStart(now);
+  const serviceEdge = now - HORIZON_DAYS * MICROS_PER_DAY;
   const settled = settledEnd(now, settings);
   const widenedFrom = slotStart(requested.start, settings.sliceMicros);
   const requestedEndSlot = slotStart(requested.end, settings.sliceMicros);
@@ -160,6 +166,10 @@ export function planBackfill(
     beyondHorizon:
       requested.start < horizon
         ? { start: requested.start, end: Math.min(horizon, requested.end) }
+        : undefined,
+    beyondService:
+      requested.start < serviceEdge
+        ? { start: requested.start, end: Math.min(serviceEdge, requested.end) }
         : undefined,
     notYetSettled:
       requested.end > settled

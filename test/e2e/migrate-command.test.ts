@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../migrations/index.js';
 import { createCliDatabase } from '../support/test-database.js';
 import { runTelesync } from '../support/run-telesync.js';
 
@@ -23,7 +24,9 @@ describe(`telesync migrate (${cliDatabase.target.description})`, () => {
     const status = await runTelesync(['migrate', '--status'], cliDatabase.env);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/^applied {2}0001-initial-schema {2}\(\d{4}-\d\d-\d\dT/m);
-    expect(status.stdout).toMatch(/1 applied, 0 pending/);
+    expect(status.stdout).toContain(`${MIGRATIONS.length} applied, 0 pending`);
+    for (const migration of MIGRATIONS)
+      expect(first.stdout).toContain(`applied  ${migration.name}`);
 
     const tables = await cliDatabase.inspect((database) =>
       database.db.selectFrom('sync_runs').select('id').execute(),

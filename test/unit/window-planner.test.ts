@@ -180,6 +180,7 @@ describe('planBackfill', () => {
         expect(plan.covered?.end).toBeGreaterThanOrEqual(retrievable.end);
       }
       expect(plan.beyondHorizon !== undefined).toBe(start < horizonStart(now));
+      expect(plan.beyondService !== undefined).toBe(start < now - HORIZON_DAYS * MICROS_PER_DAY);
       expect(plan.notYetSettled !== undefined).toBe(end > settledEnd(now, settings));
     }
   });

@@ -1,0 +1,151 @@
+import type { Command } from 'commander';
+import { sql } from 'kysely';
+import {
+  enqueueLookups,
+  QUEUE_KEY,
+  type LookupQueue,
+} from '../db/repositories/lookup-queue-repository.js';
+import type { StreamName } from '../sync/streams.js';
+import { runStream } from '../sync/sync-runner.js';
+import type { CommandContext } from './command-context.js';
+import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
+import { formatRunLine, runJson } from './run-report.js';
+import {
+  configSecrets,
+  createAccountClients,
+  createCliLogger,
+  selectAccounts,
+} from './service-context.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface LookupOptions {
+  account?: string;
+  json?: boolean;
+}
+
+/** What each lookup queues and which streams then run. */
+const LOOKUPS = {
+  messages: { queue: 'message_refs', streams: ['messages', 'powerpacks'], noun: 'message UUID' },
+  streams: { queue: 'call_stream_refs', streams: ['call_streams'], noun: 'call UUID' },
+} as const satisfies Record<
+  string,
+  { queue: LookupQueue; streams: readonly StreamName[]; noun: string }
+>;
+
+export function registerLookupCommand(program: Command, context: CommandContext): void {
+  const lookup = program
+    .command('lookup')
+    .description('queue message or call UUIDs for lookup and fetch them now')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ telesync lookup messages 8a1c7c6e-3f3e-4b8e-9d60-1f2a3b4c5d6e\n  $ telesync lookup streams 4b693119-23dc-431f-ac78-f6765fa5ffbe',
+    );
+  lookup
+    .command('messages')
+    .description('fetch message detail records (and the sender packs they use) by message UUID')
+    .argument('<uuid...>', 'message UUIDs')
+    .option(
+      '--account <auth_id>',
+      'the configured account the messages belong to (default: the only one)',
+    )
+    .option('--json', 'print one JSON object per run')
+    .addHelpText(
+      'after',
+      '\nUnknown UUIDs end as not_found in message_refs; other systems may insert into message_refs too.\n\nExample:\n  $ telesync lookup messages 8a1c7c6e-3f3e-4b8e-9d60-1f2a3b4c5d6e',
+    )
+    .action(async (uuids: string[], options: LookupOptions) => {
+      context.setExit(await runLookup(context, 'messages', uuids, options));
+    });
+  lookup
+    .command('streams')
+    .description('fetch the audio-stream records of calls by call UUID')
+    .argument('<call_uuid...>', 'call UUIDs')
+    .option(
+      '--account <auth_id>',
+      'the configured account the calls belong to (default: the only one)',
+    )
+    .option('--json', 'print one JSON object per run')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ telesync lookup streams 4b693119-23dc-431f-ac78-f6765fa5ffbe',
+    )
+    .action(async (uuids: string[], options: LookupOptions) => {
+      context.setExit(await runLookup(context, 'streams', uuids, options));
+    });
+}
+
+async function runLookup(
+  context: CommandContext,
+  kind: keyof typeof LOOKUPS,
+  uuids: readonly string[],
+  options: LookupOptions,
+): Promise<ExitCode> {
+  const lookup = LOOKUPS[kind];
+  const invalid = uuids.filter((uuid) => !UUID.test(uuid));
+  if (invalid.length > 0) {
+    throw new UsageError(
+      `not a ${lookup.noun}: ${invalid.map((uuid) => `"${uuid}"`).join(', ')} (expected the form 8a1c7c6e-3f3e-4b8e-9d60-1f2a3b4c5d6e)`,
+    );
+  }
+  const config = context.config();
+  const accounts = selectAccounts(config, options.account);
+  if (accounts.length > 1) {
+    throw new UsageError(
+      `several accounts are configured; say which one the UUIDs belong to with --account (${accounts.map((a) => a.authId).join(', ')})`,
+    );
+  }
+  const account = accounts[0]!;
+  return context.withDatabase(`lookup ${kind}`, async (database) => {
+    const queued = await enqueueLookups(
+      database.db,
+      lookup.queue,
+      account.authId,
+      uuids.map((uuid) => uuid.toLowerCase()),
+      'cli',
+      { retry: true },
+    );
+    if (options.json !== true)
+      context.io.out(
+        `queued ${queued} ${lookup.noun}${queued === 1 ? '' : 's'} in ${lookup.queue}`,
+      );
+    const log = createCliLogger(config, context.io);
+    const { clients, close } = createAccountClients(config, [account], log);
+    let failed = false;
+    try {
+      for (const stream of lookup.streams) {
+        const result = await runStream(
+          {
+            database,
+            settings: config.sync,
+            log,
+            pageConcurrency: config.api.concurrency,
+            secrets: configSecrets(config),
+          },
+          clients[0]!,
+          { stream, command: `lookup ${kind}`, lockWaitMs: 60_000 },
+        );
+        context.io.out(
+          options.json === true ? JSON.stringify(runJson(result)) : formatRunLine(result),
+        );
+        failed ||= result.status === 'failed';
+      }
+      if (options.json !== true) {
+        const outcomes = await sql<{ key: string; status: string; last_error: string | null }>`
+          SELECT ${sql.ref(QUEUE_KEY[lookup.queue])} AS key, status, last_error
+            FROM ${sql.id(database.schema, lookup.queue)}
+           WHERE account_id = ${account.authId} AND ${sql.ref(QUEUE_KEY[lookup.queue])} = ANY(${uuids.map((uuid) => uuid.toLowerCase())}::text[])
+           ORDER BY 1
+        `.execute(database.db);
+        for (const row of outcomes.rows) {
+          context.io.out(
+            `  ${row.key}  ${row.status}${row.last_error !== null && row.status !== 'fetched' ? `: ${row.last_error}` : ''}`,
+          );
+        }
+      }
+    } finally {
+      await close();
+    }
+    return failed ? EXIT.FAILED : EXIT.OK;
+  });
+}

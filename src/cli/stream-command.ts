@@ -1,0 +1,130 @@
+import type { Command } from 'commander';
+import { ApiError } from '../api/api-errors.js';
+import {
+  AUDIO_TRACKS,
+  CALLBACK_METHODS,
+  checkStartStreamParams,
+  STREAM_CONTENT_TYPES,
+  STREAM_DEFAULTS,
+} from '../api/stream-rules.js';
+import type { CommandContext } from './command-context.js';
+import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
+import { createAccountClients, createCliLogger, selectAccounts } from './service-context.js';
+
+interface StreamStartOptions {
+  url: string;
+  bidirectional?: boolean;
+  audioTrack?: string;
+  timeout?: string;
+  callbackUrl?: string;
+  callbackMethod?: string;
+  contentType?: string;
+  extraHeaders?: string;
+  account?: string;
+  json?: boolean;
+}
+
+export function registerStreamCommand(program: Command, context: CommandContext): void {
+  const stream = program.command('stream').description('act on the audio streams of live calls');
+  stream
+    .command('start')
+    .description('start streaming the audio of a live call to a secure WebSocket URL')
+    .argument('<call_uuid>', 'the live call')
+    .requiredOption('--url <wss_url>', 'where the audio goes: wss://host/path')
+    .option('--bidirectional', 'let the WebSocket send audio back (audio track must be inbound)')
+    .option(
+      '--audio-track <track>',
+      `${AUDIO_TRACKS.join(', ')} (default ${STREAM_DEFAULTS.audio_track})`,
+    )
+    .option(
+      '--timeout <seconds>',
+      `stop streaming after this many seconds (default ${STREAM_DEFAULTS.stream_timeout})`,
+    )
+    .option('--callback-url <url>', 'receives stream events (connected, stopped, failed…)')
+    .option(
+      '--callback-method <method>',
+      `${CALLBACK_METHODS.join(' or ')} (default ${STREAM_DEFAULTS.status_callback_method})`,
+    )
+    .option(
+      '--content-type <type>',
+      `${STREAM_CONTENT_TYPES.join(', ')} (default ${STREAM_DEFAULTS.content_type})`,
+    )
+    .option(
+      '--extra-headers <pairs>',
+      'key1=value1,key2=value2 (letters and digits only, under 512 bytes)',
+    )
+    .option(
+      '--account <auth_id>',
+      'the configured account the call belongs to (default: the only one)',
+    )
+    .option('--json', "print the service's answer as JSON")
+    .addHelpText(
+      'after',
+      '\nEvery rule is checked before anything is sent.\n\nExamples:\n' +
+        '  $ telesync stream start 6efab1b5-4659-4fa0-a7e2-25a414cdeafb --url wss://media.example.com/audio\n' +
+        '  $ telesync stream start 6efab1b5-… --url wss://media.example.com/audio --bidirectional --timeout 600 \\\n' +
+        '      --callback-url https://hooks.example.com/stream --extra-headers callId123=abc',
+    )
+    .action(async (callUuid: string, options: StreamStartOptions) => {
+      context.setExit(await runStreamStart(context, callUuid, options));
+    });
+}
+
+async function runStreamStart(
+  context: CommandContext,
+  callUuid: string,
+  options: StreamStartOptions,
+): Promise<ExitCode> {
+  const timeout =
+    options.timeout === undefined
+      ? undefined
+      : /^\d+$/.test(options.timeout)
+        ? Number(options.timeout)
+        : options.timeout;
+  const params = {
+    service_url: options.url,
+    ...(options.bidirectional === true ? { bidirectional: true } : {}),
+    ...(options.audioTrack !== undefined ? { audio_track: options.audioTrack } : {}),
+    ...(timeout !== undefined ? { stream_timeout: timeout } : {}),
+    ...(options.callbackUrl !== undefined ? { status_callback_url: options.callbackUrl } : {}),
+    ...(options.callbackMethod !== undefined
+      ? { status_callback_method: options.callbackMethod.toUpperCase() }
+      : {}),
+    ...(options.contentType !== undefined ? { content_type: options.contentType } : {}),
+    ...(options.extraHeaders !== undefined ? { extra_headers: options.extraHeaders } : {}),
+  };
+  // Refused before any configuration or network is touched: a bad flag is a usage error.
+  const checked = checkStartStreamParams(params);
+  if (!checked.ok) {
+    throw new UsageError(
+      `cannot start the stream:\n${checked.violations.map((violation) => `  - ${violation.message}`).join('\n')}`,
+    );
+  }
+  const config = context.config();
+  const accounts = selectAccounts(config, options.account);
+  if (accounts.length > 1)
+    throw new UsageError(
+      `several accounts are configured; say which one with --account (${accounts.map((a) => a.authId).join(', ')})`,
+    );
+  const log = createCliLogger(config, context.io);
+  const { clients, close } = createAccountClients(config, accounts, log);
+  try {
+    const answer = await clients[0]!.startStream(callUuid, checked.params);
+    context.io.out(
+      options.json === true
+        ? JSON.stringify(answer)
+        : `${answer.message || 'stream started'}: stream_id ${answer.stream_id} (api_id ${answer.api_id})\n` +
+            `  ${checked.params.audio_track} audio of call ${callUuid} to ${checked.params.service_url}${checked.params.bidirectional ? ', bidirectional' : ''}, ` +
+            `for at most ${checked.params.stream_timeout}s\n  its record: telesync lookup streams ${callUuid}`,
+    );
+    return EXIT.OK;
+  } catch (error) {
+    if (error instanceof ApiError) {
+      context.io.err(`could not start the stream: ${error.message}`);
+      return EXIT.FAILED;
+    }
+    throw error;
+  } finally {
+    await close();
+  }
+}

@@ -1,0 +1,299 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
+import { createCliDatabase, type CliDatabase } from '../support/test-database.js';
+import { runTelesync } from '../support/run-telesync.js';
+
+const ACCOUNT = { authId: 'MA_E2E_CLI', authToken: 'tok_e2e_cli_0123456789' };
+
+let sim: RunningSimulator;
+let database: CliDatabase;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 'e2e-cli', calls: 3_000, accounts: [ACCOUNT] });
+  database = createCliDatabase();
+  env = {
+    ...database.env,
+    TELESYNC_BASE_URL: sim.url,
+    TELESYNC_AUTH_ID: ACCOUNT.authId,
+    TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
+    TELESYNC_MAX_RPS: '2000',
+    TELESYNC_LOG_LEVEL: 'warn',
+  };
+  expect((await runTelesync(['migrate'], env)).code).toBe(0);
+});
+afterAll(async () => {
+  await sim?.close();
+  await database?.cleanup();
+});
+
+describe('every subcommand explains itself', () => {
+  it.each([
+    ['migrate'],
+    ['sync'],
+    ['backfill'],
+    ['status'],
+    ['lookup', 'messages'],
+    ['lookup', 'streams'],
+    ['stream', 'start'],
+    ['simulate'],
+    ['demo'],
+  ])('telesync %s --help shows usage and an example, and exits 0', async (...command) => {
+    const result = await runTelesync([...command, '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: telesync /m);
+    expect(result.stdout).toMatch(/Examples?:\n\s+\$ telesync /);
+  });
+});
+
+describe('sync', () => {
+  it('runs the named streams and reports each', async () => {
+    const result = await runTelesync(['sync', 'trunk_calls', 'endpoints'], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^trunk_calls +MA_E2E_CLI {2}succeeded: [\d,]+ fetched/m);
+    expect(result.stdout).toMatch(/^endpoints +MA_E2E_CLI {2}succeeded: 45 fetched, 45 stored/m);
+  });
+
+  it('refuses an unknown stream, listing the known ones (exit 2)', async () => {
+    const result = await runTelesync(['sync', 'calls'], env);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      'unknown stream "calls"; the streams are: trunk_calls, endpoints, caller_ids, messages, powerpacks, call_streams',
+    );
+  });
+
+  it('names the missing variable when no token is configured (exit 2)', async () => {
+    const { TELESYNC_AUTH_TOKEN: _token, ...withoutToken } = env;
+    const result = await runTelesync(['sync'], withoutToken);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('TELESYNC_AUTH_TOKEN: is not set, but TELESYNC_AUTH_ID is');
+  });
+
+  it('fails with one clear error on wrong credentials, no retry storm, and never prints the token (exit 1)', async () => {
+    sim.resetStats();
+    const result = await runTelesync(['sync', 'trunk_calls', '--json'], {
+      ...env,
+      TELESYNC_AUTH_TOKEN: 'wrong-token-0123',
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(
+      '401 authentication failed: check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
+    );
+    expect(sim.stats().requests.total).toBe(1);
+    expect(result.stdout + result.stderr).not.toContain('wrong-token-0123');
+  });
+
+  it('syncs every account of a config file', async () => {
+    const second = { authId: 'MA_E2E_CLI_2', authToken: 'tok_second_account_99' };
+    const twoAccounts = await startSimulator({
+      seed: 'e2e-cli-two',
+      calls: 500,
+      accounts: [ACCOUNT, second],
+    });
+    const own = createCliDatabase();
+    expect((await runTelesync(['migrate'], { ...env, ...own.env })).code).toBe(0);
+    const dir = mkdtempSync(join(tmpdir(), 'telesync-config-'));
+    const file = join(dir, 'telesync.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ accounts: [{ auth_id: second.authId, auth_token_env: 'SECOND_TOKEN' }] }),
+    );
+    try {
+      const result = await runTelesync(['sync', 'endpoints'], {
+        ...env,
+        ...own.env,
+        TELESYNC_BASE_URL: twoAccounts.url,
+        TELESYNC_CONFIG: file,
+        SECOND_TOKEN: second.authToken,
+      });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/^endpoints +MA_E2E_CLI {2}succeeded/m);
+      expect(result.stdout).toMatch(/^endpoints +MA_E2E_CLI_2 {2}succeeded/m);
+      const perAccount = await own.inspect(({ db }) =>
+        db
+          .selectFrom('sip_endpoints')
+          .select(['account_id', db.fn.countAll<number>().as('n')])
+          .groupBy('account_id')
+          .orderBy('account_id')
+          .execute(),
+      );
+      expect(perAccount).toEqual([
+        { account_id: 'MA_E2E_CLI', n: 45 },
+        { account_id: 'MA_E2E_CLI_2', n: 45 },
+      ]);
+    } finally {
+      await twoAccounts.close();
+      await own.cleanup();
+    }
+  });
+});
+
+describe('backfill', () => {
+  it('re-reads the range asked for and says what it covered', async () => {
+    const result = await runTelesync(['backfill', '--days', '3'], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^trunk_calls +MA_E2E_CLI {2}succeeded/m);
+    expect(result.stdout).toMatch(/covered \d{4}-\d\d-\d\dT00:00:00Z to .* \(4 windows\)/);
+    // Not a terminal here: progress goes to stderr as plain lines, if the run lasted long enough.
+    expect(result.stderr).not.toMatch(/\u001b\[/);
+  });
+
+  it.each([
+    [['backfill', '--days', '91'], '--days "91" must be a whole number from 1 to 90'],
+    [['backfill', '--days', 'ten'], '--days "ten" must be a whole number from 1 to 90'],
+    [
+      ['backfill', '--from', 'last tuesday'],
+      '--from "last tuesday" is not a date or time; accepted forms: YYYY-MM-DD',
+    ],
+    [['backfill', '--from', '2026-11-10', '--to', '2026-11-01'], 'must be after --from'],
+    [
+      ['backfill', '--days', '3', '--from', '2026-11-01'],
+      'give either --days or --from/--to, not both',
+    ],
+    [['backfill'], 'say what to backfill: --days N (1 to 90), or --from TIME [--to TIME]'],
+  ])('refuses %j (exit 2)', async (args, message) => {
+    const result = await runTelesync(args, env);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+  });
+});
+
+describe('status', () => {
+  it('shows watermark, lag, last run, rows and queues per stream', async () => {
+    const text = await runTelesync(['status'], env);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain(`account ${ACCOUNT.authId}`);
+    expect(text.stdout).toMatch(/^ {2}trunk_calls +\d{4}-\d\d-\d\dT[\d:]+Z +\d+[sm] +succeeded/m);
+    expect(text.stdout).toMatch(/^ {2}endpoints .* 45 /m);
+
+    const json = await runTelesync(['status', '--json'], env);
+    const report = JSON.parse(json.stdout) as { streams: Record<string, unknown>[] };
+    const trunk = report.streams.find(
+      (stream) => stream.stream === 'trunk_calls' && stream.account === ACCOUNT.authId,
+    );
+    expect(trunk).toMatchObject({ last_run: { status: 'succeeded' }, rejected: 0 });
+    expect(Number(trunk?.lag_seconds)).toBeLessThan(3600);
+  });
+
+  it('needs no credentials', async () => {
+    const { TELESYNC_AUTH_ID: _id, TELESYNC_AUTH_TOKEN: _token, ...noCredentials } = env;
+    const result = await runTelesync(['status'], noCredentials);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`account ${ACCOUNT.authId}`);
+  });
+});
+
+describe('lookup', () => {
+  it('messages: fetches known UUIDs and their packs, and marks unknown ones not found', async () => {
+    const known = sim.dataset().accounts[0]!.exampleMessageUuids[0]!;
+    const unknown = '11111111-1111-4111-8111-111111111111';
+    const result = await runTelesync(['lookup', 'messages', known, unknown], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('queued 2 message UUIDs in message_refs');
+    expect(result.stdout).toMatch(/^messages +MA_E2E_CLI {2}succeeded: 1 fetched/m);
+    expect(result.stdout).toMatch(/^powerpacks +MA_E2E_CLI {2}succeeded: 1 fetched/m);
+    expect(result.stdout).toContain(`${known}  fetched`);
+    expect(result.stdout).toContain(`${unknown}  not_found: the service has no message ${unknown}`);
+  });
+
+  it('streams: fetches the stream records of a call', async () => {
+    const call = sim.dataset().accounts[0]!.callsWithStreams[0]!;
+    const result = await runTelesync(['lookup', 'streams', call], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain(`${call}  fetched`);
+  });
+
+  it('refuses what is not a UUID (exit 2)', async () => {
+    const result = await runTelesync(['lookup', 'messages', 'not-a-uuid'], env);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('not a message UUID: "not-a-uuid"');
+  });
+});
+
+describe('stream start', () => {
+  const live = () => sim.dataset().accounts[0]!.liveCallUuids[0]!;
+
+  it('starts a stream and prints the service answer', async () => {
+    const result = await runTelesync(
+      [
+        'stream',
+        'start',
+        live(),
+        '--url',
+        'wss://media.example.com/one',
+        '--timeout',
+        '120',
+        '--json',
+      ],
+      env,
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const answer = JSON.parse(result.stdout) as Record<string, string>;
+    expect(answer.message).toBe('audio streaming started');
+    expect(answer.stream_id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('reports the service refusing a second stream at the same URL (exit 1)', async () => {
+    const result = await runTelesync(
+      ['stream', 'start', live(), '--url', 'wss://media.example.com/one'],
+      env,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /could not start the stream: POST .* failed: 400 the service rejected the request/,
+    );
+  });
+
+  it('refuses invalid combinations before sending anything (exit 2)', async () => {
+    sim.resetStats();
+    const result = await runTelesync(
+      [
+        'stream',
+        'start',
+        live(),
+        '--url',
+        'ws://insecure.example.com/x',
+        '--bidirectional',
+        '--audio-track',
+        'both',
+        '--callback-method',
+        'PUT',
+        '--extra-headers',
+        'a-b=1',
+      ],
+      env,
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      'service_url must be a secure WebSocket URL of the form wss://host/path',
+    );
+    expect(result.stderr).toContain(
+      'a bidirectional stream must use audio_track inbound, not "both"',
+    );
+    expect(result.stderr).toContain('status_callback_method must be GET or POST');
+    expect(result.stderr).toContain(
+      'extra_headers keys and values may use only the characters A-Z, a-z and 0-9',
+    );
+    expect(sim.stats().requests.total).toBe(0);
+  });
+});
+
+describe('demo', () => {
+  it('runs the whole job on the embedded database with no credentials and prints a billing summary', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'telesync-demo-'));
+    const result = await runTelesync(['demo', '--calls', '2000'], { TELESYNC_DATA_DIR: dataDir });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain(`1. database: embedded PostgreSQL (PGlite) in ${dataDir}`);
+    expect(result.stdout).toMatch(
+      /2\. backfill the last 90 days[\s\S]*trunk_calls +MA_DEMO {2}succeeded: [\d,]+ fetched/,
+    );
+    expect(result.stdout).toMatch(/messages +MA_DEMO {2}succeeded: [1-9]\d* fetched/);
+    expect(result.stdout).toMatch(/^ {3}day +direction +calls +billed minutes +total amount$/m);
+    expect(result.stdout).toMatch(
+      /all 90 days: [\d,]+ calls, [\d.]+ billed minutes, total amount \d+\.\d+/,
+    );
+  });
+});

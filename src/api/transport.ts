@@ -122,6 +122,8 @@ export class HttpTransport {
       spec.query && [...spec.query.keys()].length > 0
         ? `${spec.path}?${spec.query.toString()}`
         : spec.path;
+    // What errors and logs show of the request: never a secret, even one passed as an identifier.
+    const shownPath = redactSecrets(target, this.#secrets);
     let attempts = 0;
     const backoff = this.#options.backoff ?? DEFAULT_BACKOFF;
     const random = this.#options.random ?? Math.random;
@@ -154,7 +156,7 @@ export class HttpTransport {
             }
             this.#options.onRetry?.({
               method: spec.method,
-              path: target,
+              path: shownPath,
               retryNumber: attemptNumber,
               delayMs,
               error,
@@ -168,7 +170,7 @@ export class HttpTransport {
       if (error instanceof ApiError) throw attempts > 1 ? error.withAttempts(attempts) : error;
       if (options.signal?.aborted) {
         throw new ApiError(
-          { kind: 'aborted', method: spec.method, path: target, retryable: false },
+          { kind: 'aborted', method: spec.method, path: shownPath, retryable: false },
           { cause: error },
         );
       }
@@ -215,7 +217,11 @@ export class HttpTransport {
     const failure = (
       details: Omit<ConstructorParameters<typeof ApiError>[0], 'method' | 'path'>,
       cause?: unknown,
-    ) => new ApiError({ ...details, method: spec.method, path: target }, { cause });
+    ) =>
+      new ApiError(
+        { ...details, method: spec.method, path: redactSecrets(target, this.#secrets) },
+        { cause },
+      );
 
     let status: number;
     let body: Uint8Array;

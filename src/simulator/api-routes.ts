@@ -146,7 +146,8 @@ function listCallerIds(context: ApiContext, request: ApiRequest): SimAnswer {
   let items = context.account.callerIds;
   const phone = request.params[0];
   if (phone !== undefined) {
-    const digits = decodeURIComponent(phone).replace(/^\+/, '');
+    // The path segment is already decoded (parseAccountPath); decoding again would misread a '%'.
+    const digits = phone.replace(/^\+/, '');
     items = items.filter((item) => item.phone_number === `+${digits}`);
     if (items.length === 0)
       return notFound(context, `no verified caller ID +${digits} on this account`);

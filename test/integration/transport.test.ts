@@ -267,6 +267,15 @@ describe('HttpTransport', () => {
     }
   });
 
+  it('keeps the token out of an error even when the token is passed as an identifier', async () => {
+    const { url } = await scriptedServer([status(404, { error: 'not found' })]);
+    const error = await transportFor(url)
+      .request({ method: 'GET', path: `/v1/Account/${AUTH_ID}/Message/${TOKEN}/` }, parseListBody)
+      .catch((caught: unknown) => caught);
+    expect((error as ApiError).message).toContain('/Message/[redacted]/');
+    expect(allText(error)).not.toContain(TOKEN);
+  });
+
   it('starts no more than maxRps requests in any one-second window', async () => {
     const { url, arrivals } = await scriptedServer([ok]);
     const transport = transportFor(url, { maxRps: 20, concurrency: 8 });

@@ -1,4 +1,3 @@
-import Bottleneck from 'bottleneck';
 import pRetry from 'p-retry';
 import { Agent, request, type Dispatcher } from 'undici';
 import { redactSecrets } from '../util/redact.js';
@@ -6,6 +5,9 @@ import { sleep } from '../util/sleep.js';
 import { TELESYNC_VERSION } from '../version.js';
 import { ApiError, readErrorBody } from './api-errors.js';
 import { MalformedBodyError } from './received-json.js';
+import { RequestLimiter } from './request-limiter.js';
+
+export { ARRIVAL_JITTER_ALLOWANCE_MS } from './request-limiter.js';
 import { RequestMeter } from './request-meter.js';
 import {
   computeRetryDelayMs,
@@ -64,16 +66,7 @@ export type BodyReader<T> = (body: Uint8Array, status: number) => T;
 const PAUSED = Symbol('paused');
 
 /**
- * Starts are spaced so that `maxRps` of them span this much more than a second. The service counts
- * arrivals, not starts, and an arrival can lag its start by a few milliseconds (a new connection,
- * scheduling): with exact 1000/N spacing, a late first request and a prompt N+1-th fall in one
- * second about half the time. N gaps of (1000 + allowance)/N absorb up to `allowance` of such lag
- * at a cost of 1.5% of the rate.
- */
-export const ARRIVAL_JITTER_ALLOWANCE_MS = 15;
-
-/**
- * The one way telesync talks to the service. It owns the rate limiter (bottleneck: a minimum
+ * The one way telesync talks to the service. It owns the rate limiter (request-limiter.ts: a minimum
  * spacing between request starts, so no one-second window sees more than `maxRps`, and at most
  * `concurrency` in flight), retries (p-retry as the loop; the delay is telesync's own backoff with
  * jitter and the Retry-After floor), a timeout per exchange, keep-alive connections (undici), and
@@ -84,7 +77,7 @@ export class HttpTransport {
   /** Lifetime totals of this transport. */
   readonly meter = new RequestMeter();
   readonly #options: TransportOptions;
-  readonly #limiter: Bottleneck;
+  readonly #limiter: RequestLimiter;
   readonly #agent: Dispatcher;
   readonly #authorization: string;
   /** Texts that must never leave the transport in an error: the token and the header built from it. */
@@ -94,9 +87,9 @@ export class HttpTransport {
 
   constructor(options: TransportOptions) {
     this.#options = options;
-    this.#limiter = new Bottleneck({
+    this.#limiter = new RequestLimiter({
+      maxPerSecond: options.maxRps,
       maxConcurrent: options.concurrency,
-      minTime: (1000 + ARRIVAL_JITTER_ALLOWANCE_MS) / options.maxRps,
     });
     this.#agent = new Agent({
       connections: options.concurrency,
@@ -148,12 +141,6 @@ export class HttpTransport {
               random(),
               error.retryAfterSeconds,
             );
-            if (error.status === 429) {
-              this.#pausedUntilMs = Math.max(
-                this.#pausedUntilMs,
-                Date.now() + (error.retryAfterSeconds ?? 0) * 1000,
-              );
-            }
             this.#options.onRetry?.({
               method: spec.method,
               path: shownPath,
@@ -190,11 +177,13 @@ export class HttpTransport {
     for (;;) {
       const pauseMs = this.#pausedUntilMs - Date.now();
       if (pauseMs > 0) await sleep(pauseMs, signal);
-      const outcome = await this.#limiter.schedule<T | typeof PAUSED>(() =>
-        // A request queued before the pause began must not fire inside it.
-        this.#pausedUntilMs > Date.now()
-          ? Promise.resolve(PAUSED)
-          : this.#exchange(spec, target, read, attemptNumber, meters, signal),
+      const outcome = await this.#limiter.schedule<T | typeof PAUSED>(
+        () =>
+          // A request queued before the pause began must not fire inside it.
+          this.#pausedUntilMs > Date.now()
+            ? Promise.resolve(PAUSED)
+            : this.#exchange(spec, target, read, attemptNumber, meters, signal),
+        signal,
       );
       if (outcome !== PAUSED) return outcome;
     }
@@ -261,6 +250,14 @@ export class HttpTransport {
         redactSecrets(Buffer.from(body).toString('utf8'), this.#secrets),
       );
       const retryAfterSeconds = parseRetryAfter(retryAfterHeader, Date.now());
+      // Paused here, before the error leaves the limiter's slot, so no request queued behind this
+      // one can start inside the pause.
+      if (status === 429) {
+        this.#pausedUntilMs = Math.max(
+          this.#pausedUntilMs,
+          Date.now() + (retryAfterSeconds ?? 0) * 1000,
+        );
+      }
       throw failure({
         kind: 'http',
         status,
@@ -286,7 +283,6 @@ export class HttpTransport {
 
   /** Stops taking requests and closes the connections. */
   async close(): Promise<void> {
-    await this.#limiter.stop({ dropWaitingJobs: true }).catch(() => undefined);
     await this.#agent.close();
   }
 }

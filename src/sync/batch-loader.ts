@@ -61,6 +61,19 @@ export class BatchLoader {
     this.#throwIfFailed();
   }
 
+  /**
+   * Like `commit`, without waiting: the caller goes on fetching while the batch and its hook are
+   * written, in order, after everything queued before. `onCommitted` runs once they are. A failure
+   * is kept and thrown by the next `add`, `commit` or `drain`, so it is never lost.
+   */
+  queueCommit(hook: CommitHook, onCommitted: () => void): void {
+    this.#throwIfFailed();
+    const done = this.#enqueue(hook);
+    void done.then(() => {
+      if (this.#failure === undefined) onCommitted();
+    });
+  }
+
   /** Waits for every queued batch; throws the first failure. */
   async drain(): Promise<void> {
     if (this.#rows.length > 0 || this.#rejects.length > 0) void this.#enqueue(undefined);

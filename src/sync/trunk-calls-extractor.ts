@@ -76,8 +76,11 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
     if (context.signal?.aborted) break;
     const entry = ledger.get(window.start);
     const action = decideIncremental(window, entry, deepRecheck);
+    // Decided now, while every window before this one is known to be complete or queued to be:
+    // its commit is queued and may run after later windows have been read.
+    const mayAdvance = contiguous;
     const advance = (trx: Kysely<Tables>) =>
-      contiguous
+      mayAdvance
         ? advanceWatermark(trx, context.accountId, STREAM, formatIsoMicros(window.end))
         : Promise.resolve();
     try {
@@ -93,7 +96,6 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
         );
         await readAndComplete(context, key, window, loader, advance);
       }
-      context.stats.windowsCompleted++;
     } catch (error) {
       contiguous = false;
       await recordWindowFailure(context, key, window, error);
@@ -169,7 +171,6 @@ export async function backfillTrunkCalls(
     }
     try {
       await readAndComplete(context, key, window, loader, () => Promise.resolve());
-      context.stats.windowsCompleted++;
     } catch (error) {
       await recordWindowFailure(context, key, window, error);
       if (!(error instanceof WindowIncompleteError)) throw error;
@@ -197,16 +198,20 @@ async function readAndComplete(
   await markWindowRunning(context.database.db, context.database.schema, key, window, context.runId);
   const read = await readWindowFully(context, window, loader);
   const readAt = formatIsoMicros(context.now());
-  await loader.commit(async (trx) => {
-    await completeWindow(trx, context.database.schema, key, {
-      start: window.start,
-      end: window.end,
-      totalCount: read.total,
-      runId: context.runId,
-      readAt,
-    });
-    await advance(trx);
-  });
+  // Queued, not awaited: the next window is fetched while this one's last batch commits.
+  loader.queueCommit(
+    async (trx) => {
+      await completeWindow(trx, context.database.schema, key, {
+        start: window.start,
+        end: window.end,
+        totalCount: read.total,
+        runId: context.runId,
+        readAt,
+      });
+      await advance(trx);
+    },
+    () => context.stats.windowsCompleted++,
+  );
 }
 
 /**
@@ -229,20 +234,23 @@ async function probeWindow(
   const outcome = afterProbe(window, toEntry(entry)!, total);
   const verifiedAt = formatIsoMicros(context.now());
   const confirm = (end: EpochMicros) =>
-    loader.commit(async (trx) => {
-      await completeWindow(trx, context.database.schema, key, {
-        start: window.start,
-        end,
-        totalCount: total,
-        runId: context.runId,
-        verifiedAt,
-      });
-      await advance(trx);
-    });
+    loader.queueCommit(
+      async (trx) => {
+        await completeWindow(trx, context.database.schema, key, {
+          start: window.start,
+          end,
+          totalCount: total,
+          runId: context.runId,
+          verifiedAt,
+        });
+        await advance(trx);
+      },
+      () => context.stats.windowsCompleted++,
+    );
   switch (outcome.kind) {
     case 'unchanged':
     case 'extend':
-      await confirm(window.end);
+      confirm(window.end);
       return;
     case 'read-new-part': {
       const read = await readWindow(context, outcome.part, loader);
@@ -251,7 +259,7 @@ async function probeWindow(
         read.distinct === outcome.expectedNew &&
         read.total === outcome.expectedNew
       ) {
-        await confirm(window.end);
+        confirm(window.end);
         return;
       }
       context.log.info(

@@ -233,7 +233,7 @@ export const initialSchema: SchemaMigration = {
         stream             text        NOT NULL,
         command            text        NOT NULL,
         status             text        NOT NULL DEFAULT 'running'
-                           CHECK (status IN ('running', 'succeeded', 'failed', 'skipped')),
+                           CHECK (status IN ('running', 'succeeded', 'failed', 'skipped', 'stopped')),
         started_at         timestamptz NOT NULL DEFAULT now(),
         finished_at        timestamptz,
         window_start       timestamptz,
@@ -258,6 +258,7 @@ export const initialSchema: SchemaMigration = {
         id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         account_id   text        NOT NULL,
         stream       text        NOT NULL DEFAULT 'trunk_calls',
+        slot_start   timestamptz NOT NULL,
         time_range   tstzrange   NOT NULL
                      CHECK (lower_inc(time_range) AND NOT upper_inc(time_range)
                             AND NOT lower_inf(time_range) AND NOT upper_inf(time_range)),
@@ -273,8 +274,9 @@ export const initialSchema: SchemaMigration = {
         created_at   timestamptz NOT NULL DEFAULT now(),
         updated_at   timestamptz NOT NULL DEFAULT now()
       )`,
-      // One row per slot: a slot still open (its end not yet settled) keeps its row and widens it.
-      sql`CREATE UNIQUE INDEX sync_windows_slot_idx ON ${s}.sync_windows (account_id, stream, lower(time_range))`,
+      // One row per slot of the UTC grid: a slot still open (its end not yet settled) keeps its row
+      // and widens it; a slot cut by the horizon keeps its row and narrows it.
+      sql`CREATE UNIQUE INDEX sync_windows_slot_idx ON ${s}.sync_windows (account_id, stream, slot_start)`,
       sql`CREATE TABLE ${s}.rejected_records (
         id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         account_id      text        NOT NULL,
@@ -403,14 +405,20 @@ function commentStatements(schema: string) {
     column(
       'sync_windows',
       'time_range',
-      'Half-open [end_time__gte, end_time__lt) range of the window, UTC.',
+      'Half-open [end_time__gte, end_time__lt) range read, UTC: the slot, or less of it while it is still open or where the 90-day horizon cuts it.',
     ),
+    column(
+      'sync_windows',
+      'slot_start',
+      'Start of the slot of the UTC grid (TELESYNC_SLICE_HOURS wide) the row stands for: one row per slot.',
+    ),
+    column('sync_windows', 'read_at', 'Last time every page of the window was read.'),
     column('sync_windows', 'total_count', 'meta.total_count the service reported for the window.'),
     column('sync_windows', 'rows_stored', 'Rows of trunk_calls in the window after it completed.'),
     column(
       'sync_windows',
       'verified_at',
-      'Last time the service total was confirmed equal to the rows stored.',
+      'Last time a count probe found the service total unchanged since the window was read (rows_stored can still differ by quarantined records).',
     ),
     column(
       'sync_runs',

@@ -10,6 +10,7 @@ import { registerBackfillCommand } from './backfill-command.js';
 import { registerDemoCommand } from './demo-command.js';
 import { registerLookupCommand } from './lookup-command.js';
 import { registerMigrateCommand } from './migrate-command.js';
+import { registerScheduleCommand } from './schedule-command.js';
 import { registerStatusCommand } from './status-command.js';
 import { registerStreamCommand } from './stream-command.js';
 import { registerSyncCommand } from './sync-command.js';
@@ -32,6 +33,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
   registerMigrateCommand(program, context);
   registerSyncCommand(program, context);
   registerBackfillCommand(program, context);
+  registerScheduleCommand(program, context);
   registerStatusCommand(program, context);
   registerLookupCommand(program, context);
   registerStreamCommand(program, context);

@@ -232,7 +232,7 @@ export interface SyncStateTable {
   updated_at: Defaulted<Timestamp>;
 }
 
-export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped';
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped' | 'stopped';
 
 export interface SyncRunsTable {
   id: Generated<number>;
@@ -266,6 +266,8 @@ export interface SyncWindowsTable {
   id: Generated<number>;
   account_id: string;
   stream: Defaulted<string>;
+  /** The slot of the UTC grid this row stands for (one row per slot). */
+  slot_start: Timestamp;
   /** A `tstzrange` `[start,end)`; written as text, read back as Postgres range text. */
   time_range: string;
   status: Defaulted<WindowStatus>;

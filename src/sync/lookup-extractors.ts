@@ -163,12 +163,13 @@ export async function syncPowerpacks(context: RunContext): Promise<void> {
  * wrong credentials or a refused request stop the run (every other entry would fail the same way).
  */
 async function runLookups(context: RunContext, lookup: LookupStream): Promise<void> {
-  const options: RequestOptions = {
-    meter: context.meter,
-    ...(context.signal ? { signal: context.signal } : {}),
-  };
+  const options: RequestOptions = { meter: context.meter };
   for (;;) {
-    if (context.signal?.aborted) return;
+    // Stop between rounds: each round commits whole, so nothing fetched is left unstored.
+    if (context.signal?.aborted) {
+      context.stats.stopped = true;
+      return;
+    }
     const due = await findDueLookups(
       context.database.db,
       lookup.queue,

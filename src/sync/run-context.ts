@@ -23,6 +23,8 @@ export class RunStats {
   span: TimeWindow | undefined;
   /** Calls that can no longer be read (the watermark fell behind the horizon). */
   gap: TimeWindow | undefined;
+  /** The run saw the stop request and left work undone (the next run continues from there). */
+  stopped = false;
   /** Problems that did not stop the run but must fail it at the end (a refused snapshot). */
   readonly failures: string[] = [];
 }

@@ -66,10 +66,9 @@ async function syncSnapshot(context: RunContext, stream: SnapshotStream): Promis
   const identities = new Set<string>();
   const rejectedKeys: string[] = [];
   let expected: number | undefined;
-  const options: RequestOptions = {
-    meter: context.meter,
-    ...(context.signal ? { signal: context.signal } : {}),
-  };
+  // A snapshot is a few pages: a stop request lets it finish (it is the batch in hand), since a
+  // snapshot cut short would be thrown away.
+  const options: RequestOptions = { meter: context.meter };
 
   for await (const page of stream.pages(context, options)) {
     expected ??= page.meta.total_count;

@@ -8,6 +8,7 @@ import type { LoadStrategy } from '../db/data-loader.js';
 import {
   closeAbandonedRuns,
   finishRun,
+  insertSkippedRun,
   insertRun,
   updateRunProgress,
   type RunCounts,
@@ -54,7 +55,8 @@ export interface RunRequest {
 export interface SyncResult {
   readonly accountId: string;
   readonly stream: StreamName;
-  readonly status: 'succeeded' | 'failed' | 'skipped';
+  /** `stopped`: asked to stop (shutdown) before the end; what it fetched is stored. */
+  readonly status: 'succeeded' | 'failed' | 'skipped' | 'stopped';
   readonly runId: number | undefined;
   readonly stats: RunStats;
   readonly requests: RequestMeterSnapshot;
@@ -162,9 +164,7 @@ export async function runStream(
           } else {
             await EXTRACTORS[request.stream](context);
           }
-          if (request.signal?.aborted)
-            error = 'stopped before the end (shutdown); the next run continues from here';
-          else if (stats.failures.length > 0) error = stats.failures.join('; ');
+          if (stats.failures.length > 0) error = stats.failures.join('; ');
           else if (stats.recordsFetched !== stats.recordsUpserted + stats.recordsRejected) {
             error =
               `records do not add up: ${stats.recordsFetched} fetched but ${stats.recordsUpserted} stored and ` +
@@ -178,7 +178,13 @@ export async function runStream(
         }
         request.onProgress?.(stats, meter.snapshot());
 
-        const status = error === undefined ? 'succeeded' : 'failed';
+        const status: SyncResult['status'] =
+          error !== undefined ? 'failed' : stats.stopped ? 'stopped' : 'succeeded';
+        if (status === 'stopped') {
+          error =
+            'stopped on request (shutdown) after the batch in hand; the next run continues from there';
+          log.warn(error);
+        }
         try {
           await finishRun(deps.database.db, runId, {
             ...counts(stats, meter),
@@ -203,7 +209,15 @@ export async function runStream(
     if (thrown instanceof LockBusyError) {
       const message = `skipped: another telesync run of ${request.stream} for account ${accountId} is in progress`;
       log.info(message);
-      return result('skipped', undefined, message);
+      const runId = await insertSkippedRun(deps.database.db, {
+        accountId,
+        stream: request.stream,
+        command: request.command,
+        pid: process.pid,
+        host: hostname(),
+        reason: message,
+      }).catch(() => undefined);
+      return result('skipped', runId, message);
     }
     const message = describeError(thrown);
     log.error({ err: coerceError(thrown) }, `run could not start: ${message}`);

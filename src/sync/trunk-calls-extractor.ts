@@ -5,8 +5,11 @@ import {
   failWindow,
   findLedgerRows,
   markWindowRunning,
+  planWindows,
+  restoreWindowStatus,
   type LedgerKey,
   type LedgerRow,
+  type SlotWindow,
 } from '../db/repositories/sync-windows-repository.js';
 import {
   advanceWatermark,
@@ -23,6 +26,7 @@ import {
   describeWindow,
   readWindow,
   readWindowFully,
+  RunStoppedError,
   WindowIncompleteError,
 } from './trunk-window-reader.js';
 import {
@@ -36,6 +40,7 @@ import {
   planBackfill,
   planIncremental,
   plannerSettings,
+  slotStart,
   type BackfillPlan,
   type TimeWindow,
 } from './window-planner.js';
@@ -65,16 +70,30 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
   }
 
   const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
-  const ledger = await findLedgerRows(context.database.db, key, plan.from, plan.to);
+  const windows = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
+  const ledger = await findLedgerRows(
+    context.database.db,
+    key,
+    slotStart(plan.from, settings.sliceMicros),
+    plan.to,
+  );
+  await planWindows(
+    context.database.db,
+    key,
+    windows.filter((window) => !ledger.has(window.slotStart)),
+  );
   const deepRange = deepRecheckRange(now, context.settings.deepRecheckDays);
   const deepRecheck =
     deepRange === undefined ? undefined : { range: deepRange, dayStart: deepRange.end };
   const loader = new BatchLoader(context, TRUNK_CALLS);
   let contiguous = true;
 
-  for (const window of plan.windows) {
-    if (context.signal?.aborted) break;
-    const entry = ledger.get(window.start);
+  for (const window of windows) {
+    if (context.signal?.aborted) {
+      context.stats.stopped = true;
+      break;
+    }
+    const entry = ledger.get(window.slotStart);
     const action = decideIncremental(window, entry, deepRecheck);
     // Decided now, while every window before this one is known to be complete or queued to be:
     // its commit is queued and may run after later windows have been read.
@@ -97,6 +116,16 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
         await readAndComplete(context, key, window, loader, advance);
       }
     } catch (error) {
+      if (error instanceof RunStoppedError) {
+        context.stats.stopped = true;
+        await restoreWindowStatus(
+          context.database.db,
+          key,
+          window.slotStart,
+          ledger.get(window.slotStart)?.status ?? 'planned',
+        );
+        break;
+      }
       contiguous = false;
       await recordWindowFailure(context, key, window, error);
       // A service that fails every request would fail every window the same way, slowly: stop.
@@ -121,7 +150,8 @@ export async function backfillTrunkCalls(
   request: BackfillRequest,
 ): Promise<BackfillPlan> {
   const now = context.now();
-  const plan = planBackfill(now, request.window, plannerSettings(context.settings));
+  const settings = plannerSettings(context.settings);
+  const plan = planBackfill(now, request.window, settings);
   context.stats.span = plan.covered;
   context.stats.windowsPlanned = plan.windows.length;
   if (plan.beyondService !== undefined) {
@@ -155,16 +185,25 @@ export async function backfillTrunkCalls(
   });
 
   const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
+  const windows = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
   const ledger = await findLedgerRows(
     context.database.db,
     key,
-    plan.covered.start,
+    slotStart(plan.covered.start, settings.sliceMicros),
     plan.covered.end,
   );
+  await planWindows(
+    context.database.db,
+    key,
+    windows.filter((window) => !ledger.has(window.slotStart)),
+  );
   const loader = new BatchLoader(context, TRUNK_CALLS);
-  for (const window of plan.windows) {
-    if (context.signal?.aborted) break;
-    const action = decideBackfill(window, toEntry(ledger.get(window.start)), startedAt);
+  for (const window of windows) {
+    if (context.signal?.aborted) {
+      context.stats.stopped = true;
+      break;
+    }
+    const action = decideBackfill(window, toEntry(ledger.get(window.slotStart)), startedAt);
     if (action.kind === 'skip') {
       context.stats.windowsCompleted++;
       continue;
@@ -172,13 +211,23 @@ export async function backfillTrunkCalls(
     try {
       await readAndComplete(context, key, window, loader, () => Promise.resolve());
     } catch (error) {
+      if (error instanceof RunStoppedError) {
+        context.stats.stopped = true;
+        await restoreWindowStatus(
+          context.database.db,
+          key,
+          window.slotStart,
+          ledger.get(window.slotStart)?.status ?? 'planned',
+        );
+        break;
+      }
       await recordWindowFailure(context, key, window, error);
       if (!(error instanceof WindowIncompleteError)) throw error;
       context.stats.failures.push(error.message);
     }
   }
   await loader.drain();
-  if (!context.signal?.aborted && context.stats.failures.length === 0) {
+  if (!context.stats.stopped && context.stats.failures.length === 0) {
     const { backfill: _finished, ...rest } = (
       await findSyncState(context.database.db, context.accountId, STREAM)
     ).cursor;
@@ -191,7 +240,7 @@ export async function backfillTrunkCalls(
 async function readAndComplete(
   context: RunContext,
   key: LedgerKey,
-  window: TimeWindow,
+  window: SlotWindow,
   loader: BatchLoader,
   advance: (trx: Kysely<Tables>) => Promise<void>,
 ): Promise<void> {
@@ -202,6 +251,7 @@ async function readAndComplete(
   loader.queueCommit(
     async (trx) => {
       await completeWindow(trx, context.database.schema, key, {
+        slotStart: window.slotStart,
         start: window.start,
         end: window.end,
         totalCount: read.total,
@@ -222,14 +272,14 @@ async function readAndComplete(
 async function probeWindow(
   context: RunContext,
   key: LedgerKey,
-  window: TimeWindow,
+  window: SlotWindow,
   entry: LedgerRow,
   loader: BatchLoader,
   advance: (trx: Kysely<Tables>) => Promise<void>,
 ): Promise<void> {
   const total = await context.client.countTrunkCalls(
     { end_time: { gte: window.start, lt: window.end } },
-    { meter: context.meter, ...(context.signal ? { signal: context.signal } : {}) },
+    { meter: context.meter },
   );
   const outcome = afterProbe(window, toEntry(entry)!, total);
   const verifiedAt = formatIsoMicros(context.now());
@@ -237,6 +287,7 @@ async function probeWindow(
     loader.queueCommit(
       async (trx) => {
         await completeWindow(trx, context.database.schema, key, {
+          slotStart: window.slotStart,
           start: window.start,
           end,
           totalCount: total,
@@ -282,13 +333,13 @@ async function probeWindow(
 async function recordWindowFailure(
   context: RunContext,
   key: LedgerKey,
-  window: TimeWindow,
+  window: SlotWindow,
   error: unknown,
 ): Promise<void> {
   const message = describeError(error);
   context.log.error({ window: describeWindow(window), err: error }, `window failed: ${message}`);
   try {
-    await failWindow(context.database.db, context.database.schema, key, window.start, message);
+    await failWindow(context.database.db, key, window.slotStart, message);
   } catch (ledgerError) {
     // The database itself may be what failed; the run's error says so already.
     context.log.warn({ err: ledgerError }, 'could not record the window failure in sync_windows');
@@ -298,6 +349,11 @@ async function recordWindowFailure(
       'the service refused a window request; this is a bug in telesync or a change at the service',
     );
   }
+}
+
+/** A planned window with the slot of the UTC grid it belongs to (its ledger row's key). */
+function withSlot(window: TimeWindow, sliceMicros: number): SlotWindow {
+  return { slotStart: slotStart(window.start, sliceMicros), start: window.start, end: window.end };
 }
 
 function toEntry(row: LedgerRow | undefined): LedgerEntry | undefined {

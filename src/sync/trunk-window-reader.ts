@@ -23,6 +23,17 @@ export function isConsistent(read: WindowRead): boolean {
   return read.totalsAgree && read.distinct === read.total;
 }
 
+/**
+ * The run was asked to stop (shutdown) before the window was read: the pages in hand were stored,
+ * the window stays incomplete, and the next run reads it.
+ */
+export class RunStoppedError extends Error {
+  override name = 'RunStoppedError';
+  constructor() {
+    super('stopped before the window was read in full');
+  }
+}
+
 /** The records of a window did not add up, even after reading it again and in halves. */
 export class WindowIncompleteError extends Error {
   override name = 'WindowIncompleteError';
@@ -59,9 +70,13 @@ export async function readWindow(
     await loader.add(rows, rejects);
   };
 
+  // The stop request is honoured between pages, never by cancelling a request in flight: every
+  // page fetched is stored, so a stopped run still has fetched = stored + quarantined.
+  const stopRequested = (): boolean => context.signal?.aborted === true;
+  if (stopRequested()) throw new RunStoppedError();
   const first = await context.client.listTrunkCalls(
     { ...filters, limit: TRUNK_PAGE_LIMIT_MAX, offset: 0 },
-    { meter: context.meter, ...(context.signal ? { signal: context.signal } : {}) },
+    { meter: context.meter },
   );
   const total = first.meta.total_count;
   await take(first);
@@ -69,13 +84,19 @@ export async function readWindow(
   const offsets: number[] = [];
   for (let offset = TRUNK_PAGE_LIMIT_MAX; offset < total; offset += TRUNK_PAGE_LIMIT_MAX)
     offsets.push(offset);
-  await forEachConcurrently(offsets, context.pageConcurrency, async (offset) => {
-    const page = await context.client.listTrunkCalls(
-      { ...filters, limit: TRUNK_PAGE_LIMIT_MAX, offset },
-      { meter: context.meter, ...(context.signal ? { signal: context.signal } : {}) },
-    );
-    await take(page);
-  });
+  const completed = await forEachConcurrently(
+    offsets,
+    context.pageConcurrency,
+    async (offset) => {
+      const page = await context.client.listTrunkCalls(
+        { ...filters, limit: TRUNK_PAGE_LIMIT_MAX, offset },
+        { meter: context.meter },
+      );
+      await take(page);
+    },
+    stopRequested,
+  );
+  if (!completed) throw new RunStoppedError();
   return { total, distinct: seen.size, totalsAgree: totals.size === 1 };
 }
 
@@ -146,16 +167,25 @@ function normalizePage(
   return { rows, rejects };
 }
 
-/** Runs `work` over `items` with at most `limit` at once; the first failure stops new work. */
+/**
+ * Runs `work` over `items` with at most `limit` at once; the first failure stops new work, and so
+ * does `shouldStop` (work in hand finishes). Returns whether every item was done.
+ */
 export async function forEachConcurrently<T>(
   items: readonly T[],
   limit: number,
   work: (item: T) => Promise<void>,
-): Promise<void> {
+  shouldStop: () => boolean = () => false,
+): Promise<boolean> {
   let next = 0;
   let failed = false;
+  let stopped = false;
   const worker = async (): Promise<void> => {
     while (!failed && next < items.length) {
+      if (shouldStop()) {
+        stopped = true;
+        return;
+      }
       const item = items[next++]!;
       try {
         await work(item);
@@ -171,6 +201,7 @@ export async function forEachConcurrently<T>(
     (result): result is PromiseRejectedResult => result.status === 'rejected',
   );
   if (rejected !== undefined) throw rejected.reason;
+  return !stopped;
 }
 
 export function describeWindow(window: TimeWindow): string {

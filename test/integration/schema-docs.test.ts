@@ -288,6 +288,7 @@ describe('the example queries of docs/schema.md', () => {
       stored: number | null,
     ) => ({
       account_id: 'ACC1',
+      slot_start: start,
       time_range: `[${start},${end})`,
       status,
       total_count: total,
@@ -308,8 +309,9 @@ describe('the example queries of docs/schema.md', () => {
       .execute();
     await sql`
       INSERT INTO ${sql.id(handle.database.schema, 'sync_windows')}
-        (account_id, time_range, status, attempts, last_error)
-      VALUES ('ACC1', tstzrange(date_trunc('day', now()) - interval '100 days',
+        (account_id, slot_start, time_range, status, attempts, last_error)
+      VALUES ('ACC1', date_trunc('day', now()) - interval '100 days',
+              tstzrange(date_trunc('day', now()) - interval '100 days',
                                 date_trunc('day', now()) - interval '99 days', '[)'),
               'failed', 3, 'HTTP 503 from the service')
     `.execute(root);

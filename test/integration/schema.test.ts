@@ -184,18 +184,27 @@ describe('bookkeeping tables', () => {
     const { db } = handle.database;
     await db
       .insertInto('sync_windows')
-      .values({ account_id: 'A', time_range: '[2026-01-01,2026-01-02)' })
+      .values({ account_id: 'A', slot_start: '2026-01-01', time_range: '[2026-01-01,2026-01-02)' })
       .execute();
     await expect(
       db
         .insertInto('sync_windows')
-        .values({ account_id: 'A', time_range: '[2026-01-02,2026-01-03]' })
+        .values({
+          account_id: 'A',
+          slot_start: '2026-01-02',
+          time_range: '[2026-01-02,2026-01-03]',
+        })
         .execute(),
     ).rejects.toThrow(/check/i);
     await expect(
       db
         .insertInto('sync_windows')
-        .values({ account_id: 'A', time_range: '[2026-01-03,2026-01-04)', status: 'done' as never })
+        .values({
+          account_id: 'A',
+          slot_start: '2026-01-03',
+          time_range: '[2026-01-03,2026-01-04)',
+          status: 'done' as never,
+        })
         .execute(),
     ).rejects.toThrow(/check/i);
     const rows = await db

@@ -66,6 +66,38 @@ export async function closeAbandonedRuns(
   return Number(result.numUpdatedRows);
 }
 
+/**
+ * Records a run that did not start because another one of the same account and stream held the
+ * lock: operators see skipped ticks in sync_runs, not just in the logs.
+ */
+export async function insertSkippedRun(
+  db: Kysely<Tables>,
+  run: {
+    accountId: string;
+    stream: string;
+    command: string;
+    pid: number;
+    host: string;
+    reason: string;
+  },
+): Promise<number> {
+  const row = await db
+    .insertInto('sync_runs')
+    .values({
+      account_id: run.accountId,
+      stream: run.stream,
+      command: run.command,
+      pid: run.pid,
+      host: run.host,
+      status: 'skipped',
+      finished_at: new Date().toISOString(),
+      error: run.reason,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
 /** Writes a run's counts so far (a long backfill shows progress in `telesync status`). */
 export async function updateRunProgress(
   db: Kysely<Tables>,

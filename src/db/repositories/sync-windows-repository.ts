@@ -3,15 +3,19 @@ import { formatIsoMicros, toEpochMicros, type EpochMicros } from '../../util/mic
 import type { Tables, WindowStatus } from '../schema.js';
 
 /**
- * The window ledger (sync_windows): one row per slot, keyed by the slot's start. The sync engine
- * reads it to decide what to read, probe or skip, and writes it as windows progress, so backfills
- * resume and finance can reconcile service totals with stored rows in SQL.
+ * The window ledger (sync_windows): one row per slot of the UTC grid, keyed by the slot's start.
+ * The sync engine reads it to decide what to read, probe or skip, and writes it as windows
+ * progress, so backfills resume and finance can reconcile service totals with stored rows in SQL.
  */
 
 export interface LedgerRow {
   id: number;
   status: WindowStatus;
+  /** The slot of the UTC grid the row stands for. */
+  slotStart: EpochMicros;
+  /** Lower bound of what was read: the slot start, or later where the horizon cut it. */
   start: EpochMicros;
+  /** Upper bound of what was read: the slot end, or less while the slot was still open. */
   coveredEnd: EpochMicros;
   totalCount: number | null;
   rowsStored: number | null;
@@ -24,15 +28,22 @@ export interface LedgerKey {
   stream: string;
 }
 
+/** A window with the slot it belongs to. */
+export interface SlotWindow {
+  slotStart: EpochMicros;
+  start: EpochMicros;
+  end: EpochMicros;
+}
+
 function rangeText(start: EpochMicros, end: EpochMicros): string {
   return `[${formatIsoMicros(start)},${formatIsoMicros(end)})`;
 }
 
-/** Ledger rows whose slot starts in [from, to), by slot start. */
+/** Ledger rows of the slots starting in [fromSlot, to), by slot start. */
 export async function findLedgerRows(
   db: Kysely<Tables>,
   key: LedgerKey,
-  from: EpochMicros,
+  fromSlot: EpochMicros,
   to: EpochMicros,
 ): Promise<Map<EpochMicros, LedgerRow>> {
   const rows = await db
@@ -40,6 +51,7 @@ export async function findLedgerRows(
     .select([
       'id',
       'status',
+      'slot_start',
       'total_count',
       'rows_stored',
       'read_at',
@@ -49,16 +61,17 @@ export async function findLedgerRows(
     ])
     .where('account_id', '=', key.accountId)
     .where('stream', '=', key.stream)
-    .where(sql<boolean>`lower(time_range) >= ${formatIsoMicros(from)}::timestamptz`)
-    .where(sql<boolean>`lower(time_range) < ${formatIsoMicros(to)}::timestamptz`)
+    .where('slot_start', '>=', formatIsoMicros(fromSlot))
+    .where('slot_start', '<', formatIsoMicros(to))
     .execute();
-  const byStart = new Map<EpochMicros, LedgerRow>();
+  const bySlot = new Map<EpochMicros, LedgerRow>();
   for (const row of rows) {
-    const start = toEpochMicros(row.start);
-    byStart.set(start, {
+    const slotStart = toEpochMicros(row.slot_start);
+    bySlot.set(slotStart, {
       id: row.id,
       status: row.status,
-      start,
+      slotStart,
+      start: toEpochMicros(row.start),
       coveredEnd: toEpochMicros(row.end),
       totalCount: row.total_count,
       rowsStored: row.rows_stored,
@@ -66,24 +79,54 @@ export async function findLedgerRows(
       attempts: row.attempts,
     });
   }
-  return byStart;
+  return bySlot;
 }
 
 /**
- * Marks the slot of `[start, end)` as being read by run `runId`: creates its row, or widens and
- * re-opens the existing one, counting the attempt.
+ * Writes the windows of a plan that have no row yet as `planned`, so the ledger shows the whole of
+ * a run or backfill from its start.
+ */
+export async function planWindows(
+  db: Kysely<Tables>,
+  key: LedgerKey,
+  windows: readonly SlotWindow[],
+): Promise<void> {
+  for (let offset = 0; offset < windows.length; offset += 500) {
+    const chunk = windows.slice(offset, offset + 500);
+    await db
+      .insertInto('sync_windows')
+      .values(
+        chunk.map((window) => ({
+          account_id: key.accountId,
+          stream: key.stream,
+          slot_start: formatIsoMicros(window.slotStart),
+          time_range: rangeText(window.start, window.end),
+          status: 'planned' as const,
+        })),
+      )
+      .onConflict((conflict) =>
+        conflict.columns(['account_id', 'stream', 'slot_start']).doNothing(),
+      )
+      .execute();
+  }
+}
+
+/**
+ * Marks a slot as being read by run `runId`: creates its row, or re-opens the existing one,
+ * counting the attempt. The range it covers changes only when the window completes.
  */
 export async function markWindowRunning(
   db: Kysely<Tables>,
   schema: string,
   key: LedgerKey,
-  window: { start: EpochMicros; end: EpochMicros },
+  window: SlotWindow,
   runId: number,
 ): Promise<void> {
   await sql`
-    INSERT INTO ${sql.id(schema, 'sync_windows')} (account_id, stream, time_range, status, attempts, last_run_id, updated_at)
-    VALUES (${key.accountId}, ${key.stream}, ${rangeText(window.start, window.end)}::tstzrange, 'running', 1, ${runId}, now())
-    ON CONFLICT (account_id, stream, lower(time_range)) DO UPDATE SET
+    INSERT INTO ${sql.id(schema, 'sync_windows')} (account_id, stream, slot_start, time_range, status, attempts, last_run_id, updated_at)
+    VALUES (${key.accountId}, ${key.stream}, ${formatIsoMicros(window.slotStart)}::timestamptz,
+            ${rangeText(window.start, window.end)}::tstzrange, 'running', 1, ${runId}, now())
+    ON CONFLICT (account_id, stream, slot_start) DO UPDATE SET
       status = 'running',
       attempts = sync_windows.attempts + 1,
       last_run_id = EXCLUDED.last_run_id,
@@ -91,10 +134,7 @@ export async function markWindowRunning(
   `.execute(db);
 }
 
-export interface WindowCompletion {
-  start: EpochMicros;
-  /** The new upper bound of the slot's row. */
-  end: EpochMicros;
+export interface WindowCompletion extends SlotWindow {
   /** The service's count for [start, end). */
   totalCount: number;
   runId: number;
@@ -105,8 +145,8 @@ export interface WindowCompletion {
 }
 
 /**
- * Marks a slot complete up to `end`, with the service's total and the rows stored in it (counted
- * here, in the caller's transaction, so the two can be reconciled).
+ * Marks a slot complete over [start, end), with the service's total and the rows stored in that
+ * range (counted here, in the caller's transaction, so the two can be reconciled).
  */
 export async function completeWindow(
   trx: Kysely<Tables>,
@@ -118,14 +158,15 @@ export async function completeWindow(
   const end = formatIsoMicros(completion.end);
   await sql`
     INSERT INTO ${sql.id(schema, 'sync_windows')}
-      (account_id, stream, time_range, status, total_count, rows_stored, attempts, last_error, last_run_id, read_at, verified_at, updated_at)
+      (account_id, stream, slot_start, time_range, status, total_count, rows_stored, attempts, last_error, last_run_id, read_at, verified_at, updated_at)
     VALUES (
-      ${key.accountId}, ${key.stream}, ${rangeText(completion.start, completion.end)}::tstzrange, 'complete', ${completion.totalCount},
+      ${key.accountId}, ${key.stream}, ${formatIsoMicros(completion.slotStart)}::timestamptz,
+      ${rangeText(completion.start, completion.end)}::tstzrange, 'complete', ${completion.totalCount},
       (SELECT count(*) FROM ${sql.id(schema, 'trunk_calls')}
         WHERE account_id = ${key.accountId} AND end_time >= ${start}::timestamptz AND end_time < ${end}::timestamptz),
       1, NULL, ${completion.runId}, ${completion.readAt ?? null}::timestamptz, ${completion.verifiedAt ?? null}::timestamptz, now()
     )
-    ON CONFLICT (account_id, stream, lower(time_range)) DO UPDATE SET
+    ON CONFLICT (account_id, stream, slot_start) DO UPDATE SET
       time_range = EXCLUDED.time_range,
       status = 'complete',
       total_count = EXCLUDED.total_count,
@@ -138,18 +179,39 @@ export async function completeWindow(
   `.execute(trx);
 }
 
+/**
+ * Puts back the status a slot had before a run began reading it, when the run stopped on request
+ * half-way: a re-read that was cut short does not undo an earlier complete read, and a window never
+ * read goes back to planned.
+ */
+export async function restoreWindowStatus(
+  db: Kysely<Tables>,
+  key: LedgerKey,
+  slotStart: EpochMicros,
+  status: WindowStatus,
+): Promise<void> {
+  await db
+    .updateTable('sync_windows')
+    .set({ status: status === 'running' ? 'planned' : status, updated_at: sql<string>`now()` })
+    .where('account_id', '=', key.accountId)
+    .where('stream', '=', key.stream)
+    .where('slot_start', '=', formatIsoMicros(slotStart))
+    .where('status', '=', 'running')
+    .execute();
+}
+
 /** Marks a slot failed with the reason, keeping what it covered before. */
 export async function failWindow(
   db: Kysely<Tables>,
-  schema: string,
   key: LedgerKey,
-  start: EpochMicros,
+  slotStart: EpochMicros,
   error: string,
 ): Promise<void> {
-  await sql`
-    UPDATE ${sql.id(schema, 'sync_windows')}
-       SET status = 'failed', last_error = ${error}, updated_at = now()
-     WHERE account_id = ${key.accountId} AND stream = ${key.stream}
-       AND lower(time_range) = ${formatIsoMicros(start)}::timestamptz
-  `.execute(db);
+  await db
+    .updateTable('sync_windows')
+    .set({ status: 'failed', last_error: error, updated_at: sql<string>`now()` })
+    .where('account_id', '=', key.accountId)
+    .where('stream', '=', key.stream)
+    .where('slot_start', '=', formatIsoMicros(slotStart))
+    .execute();
 }

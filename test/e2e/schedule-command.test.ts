@@ -394,7 +394,12 @@ describe('telesync schedule', () => {
     const afterRestart = await health(port);
     expect(afterRestart.status).toBe(200);
     expect(afterRestart.report.streams).toEqual([
-      expect.objectContaining({ stream: 'trunk_calls', state: 'starting', last_status: 'stopped', healthy: true }),
+      expect.objectContaining({
+        stream: 'trunk_calls',
+        state: 'starting',
+        last_status: 'stopped',
+        healthy: true,
+      }),
     ]);
     expect((await terminate(restarted)).code).toBe(0);
   });

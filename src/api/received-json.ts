@@ -168,8 +168,9 @@ function readRecord(
   end: number,
   topLevelKeys: number,
 ): ReceivedRecord {
-  // Copied, so that a record kept for quarantine does not pin the whole response body in memory.
-  const bytes = walker.slice(start, end).slice();
+  // A view, not a copy: most records are dropped once normalised. One kept for quarantine holds
+  // its page's body until it is stored (rejected-records-repository copies the bytes then).
+  const bytes = walker.slice(start, end);
   let text: string;
   try {
     text = decodeStrict(bytes);

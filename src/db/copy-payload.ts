@@ -57,6 +57,11 @@ const COPY_ESCAPES: Readonly<Record<string, string>> = {
   '\r': '\\r',
 };
 
+/** Non-global twin of COPY_SPECIAL: a test that keeps no state between calls. */
+const HAS_COPY_SPECIAL = /[\\\t\n\r]/;
+
 function escapeCopyText(text: string): string {
+  // Most values (uuids, numbers, timestamps, records without escapes) need nothing replaced.
+  if (!HAS_COPY_SPECIAL.test(text)) return text;
   return text.replace(COPY_SPECIAL, (ch) => COPY_ESCAPES[ch] ?? ch);
 }

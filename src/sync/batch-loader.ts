@@ -14,18 +14,33 @@ import type { RunContext } from './run-context.js';
 export type CommitHook = (trx: Kysely<Tables>) => Promise<void>;
 
 /**
- * Buffers normalised rows and rejected records and writes them in batches, each in its own
- * transaction, one after the other, in the background: the caller keeps fetching while a batch
- * commits. `commit` closes a unit of work (a window): its remaining rows and its bookkeeping go in
- * one transaction, so a window is never marked complete without its rows, nor the reverse.
+ * Transactions of one loader in flight at once, each on its own connection. PostgreSQL runs one
+ * backend per connection on one core: with one lane the database side of a backfill is one core
+ * at most, however idle the other is. Two lanes use both cores of the machines we run on.
+ */
+export const LOAD_LANES = 2;
+
+/** One lane: a buffer and a chain of transactions, one after the other. */
+class Lane {
+  rows: LoadRow[] = [];
+  rejects: Quarantined[] = [];
+  queue: Promise<void> = Promise.resolve();
+  queuedRows = 0;
+}
+
+/**
+ * Buffers normalised rows and rejected records and writes them in batches, in the background: the
+ * caller keeps fetching while batches commit. Rows are spread over lanes by a hash of their key, so
+ * the same key always goes to the same lane and two lanes' transactions never touch the same row.
  *
- * Memory stays bounded: `add` waits while more than `maxPendingRows` rows are buffered or queued.
+ * `commit` closes a unit of work (a window): it waits for every lane's batches of that unit, then
+ * writes lane 0's last rows together with the hook (ledger, watermark) in one transaction, so a
+ * window is never marked complete before all its rows are stored.
+ *
+ * Memory stays bounded: `add` waits while more than two batches per lane are buffered or queued.
  */
 export class BatchLoader {
-  #rows: LoadRow[] = [];
-  #rejects: Quarantined[] = [];
-  #queue: Promise<void> = Promise.resolve();
-  #queuedRows = 0;
+  readonly #lanes: Lane[];
   #failure: unknown;
   readonly #maxPendingRows: number;
 
@@ -33,70 +48,96 @@ export class BatchLoader {
     private readonly context: RunContext,
     private readonly spec: DataTableSpec,
     private readonly batchSize: number = context.settings.batchSize,
+    lanes: number = LOAD_LANES,
   ) {
-    this.#maxPendingRows = batchSize * 3;
+    this.#lanes = Array.from({ length: Math.max(1, lanes) }, () => new Lane());
+    this.#maxPendingRows = batchSize * 2 * this.#lanes.length;
   }
 
-  /** Buffers rows and rejects; starts a batch in the background when enough rows are buffered. */
+  /** Buffers rows and rejects; starts a lane's batch in the background when it has enough rows. */
   async add(rows: readonly LoadRow[], rejects: readonly Quarantined[]): Promise<void> {
     this.#throwIfFailed();
-    for (const row of rows) this.#rows.push(row);
-    for (const reject of rejects) this.#rejects.push(reject);
-    // Never rejects: a failure is kept and thrown by the next call.
-    if (this.#rows.length >= this.batchSize) void this.#enqueue(undefined);
-    while (this.#queuedRows > this.#maxPendingRows) {
-      await this.#queue;
+    for (const row of rows) this.#laneOf(row).rows.push(row);
+    // Rejects all go to lane 0: the quarantine is keyed by payload, and one lane never races itself.
+    const first = this.#lanes[0]!;
+    for (const reject of rejects) first.rejects.push(reject);
+    for (const lane of this.#lanes) {
+      // Never rejects: a failure is kept and thrown by the next call.
+      if (lane.rows.length >= this.batchSize) void this.#enqueue(lane, undefined);
+    }
+    while (this.#queuedRows() > this.#maxPendingRows) {
+      await Promise.race(this.#lanes.map((lane) => lane.queue));
       this.#throwIfFailed();
     }
   }
 
   /**
-   * Writes everything buffered so far together with `hook`, in one transaction, after the batches
+   * Writes everything buffered so far, and `hook` with lane 0's last rows, after every batch
    * already queued. Resolves when that transaction has committed.
    */
   async commit(hook: CommitHook): Promise<void> {
     this.#throwIfFailed();
-    const done = this.#enqueue(hook);
-    await done;
+    await this.#enqueueCommit(hook);
     this.#throwIfFailed();
   }
 
   /**
-   * Like `commit`, without waiting: the caller goes on fetching while the batch and its hook are
-   * written, in order, after everything queued before. `onCommitted` runs once they are. A failure
-   * is kept and thrown by the next `add`, `commit` or `drain`, so it is never lost.
+   * Like `commit`, without waiting: the caller goes on fetching while the batches and the hook are
+   * written. `onCommitted` runs once they are. A failure is kept and thrown by the next `add`,
+   * `commit` or `drain`, so it is never lost.
    */
   queueCommit(hook: CommitHook, onCommitted: () => void): void {
     this.#throwIfFailed();
-    const done = this.#enqueue(hook);
-    void done.then(() => {
+    void this.#enqueueCommit(hook).then(() => {
       if (this.#failure === undefined) onCommitted();
     });
   }
 
   /** Waits for every queued batch; throws the first failure. */
   async drain(): Promise<void> {
-    if (this.#rows.length > 0 || this.#rejects.length > 0) void this.#enqueue(undefined);
-    await this.#queue;
+    for (const lane of this.#lanes) {
+      if (lane.rows.length > 0 || lane.rejects.length > 0) void this.#enqueue(lane, undefined);
+    }
+    await Promise.all(this.#lanes.map((lane) => lane.queue));
     this.#throwIfFailed();
   }
 
-  #enqueue(hook: CommitHook | undefined): Promise<void> {
-    const rows = this.#rows;
-    const rejects = this.#rejects;
-    this.#rows = [];
-    this.#rejects = [];
-    this.#queuedRows += rows.length;
-    this.#queue = this.#queue.then(async () => {
+  #enqueueCommit(hook: CommitHook): Promise<void> {
+    const [first, ...others] = this.#lanes;
+    // The other lanes' last batches of this unit go now; lane 0 writes its own last rows and the
+    // hook once they have committed.
+    const othersDone = Promise.all(others.map((lane) => this.#enqueue(lane, undefined)));
+    return this.#enqueue(first!, hook, othersDone);
+  }
+
+  #laneOf(row: LoadRow): Lane {
+    if (this.#lanes.length === 1) return this.#lanes[0]!;
+    return this.#lanes[keyHash(row, this.spec.key) % this.#lanes.length]!;
+  }
+
+  #queuedRows(): number {
+    let total = 0;
+    for (const lane of this.#lanes) total += lane.queuedRows;
+    return total;
+  }
+
+  #enqueue(lane: Lane, hook: CommitHook | undefined, after?: Promise<unknown>): Promise<void> {
+    const rows = lane.rows;
+    const rejects = lane.rejects;
+    lane.rows = [];
+    lane.rejects = [];
+    lane.queuedRows += rows.length;
+    lane.queue = lane.queue.then(async () => {
       try {
+        if (after !== undefined) await after;
         if (this.#failure === undefined) await this.#write(rows, rejects, hook);
       } catch (error) {
         this.#failure ??= error;
       } finally {
-        this.#queuedRows -= rows.length;
+        lane.queuedRows -= rows.length;
       }
     });
-    return this.#queue;
+    return lane.queue;
   }
 
   async #write(
@@ -104,6 +145,7 @@ export class BatchLoader {
     rejects: Quarantined[],
     hook: CommitHook | undefined,
   ): Promise<void> {
+    if (rows.length === 0 && rejects.length === 0 && hook === undefined) return;
     const { database, stats, runId, loadStrategy } = this.context;
     const syncedAt = formatIsoMicros(this.context.now());
     const result = await database.db.transaction().execute(async (trx) => {
@@ -127,4 +169,17 @@ export class BatchLoader {
   #throwIfFailed(): void {
     if (this.#failure !== undefined) throw coerceError(this.#failure);
   }
+}
+
+/** FNV-1a of a row's key columns: the lane of a key never changes. */
+function keyHash(row: LoadRow, key: readonly string[]): number {
+  let hash = 0x811c9dc5;
+  for (const column of key) {
+    const text = String(row[column]);
+    for (let i = 0; i < text.length; i++) {
+      hash ^= text.charCodeAt(i);
+      hash = Math.imul(hash, 0x01000193);
+    }
+  }
+  return hash >>> 0;
 }

@@ -2,8 +2,10 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# The sources are not here yet: install first, build once they are.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY bin ./bin
 COPY src ./src
 COPY migrations ./migrations
 RUN npm run build && npm prune --omit=dev

@@ -6,10 +6,10 @@ import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { formatRunLine, runJson } from './run-report.js';
 import {
-  configSecrets,
   createAccountClients,
   createCliLogger,
   selectAccounts,
+  syncDependencies,
 } from './service-context.js';
 import { onShutdownSignal } from './shutdown.js';
 import { createProgressReporter } from './progress-reporter.js';
@@ -81,26 +81,16 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
       for (const client of clients) {
         if (shutdown.signal.aborted) break;
         const progress = createProgressReporter(context.io, `backfill ${client.authId}`);
-        const result = await runStream(
-          {
-            database,
-            settings: config.sync,
-            log,
-            pageConcurrency: config.api.concurrency * 2,
-            secrets: configSecrets(config),
-          },
-          client,
-          {
-            stream: 'trunk_calls',
-            command: 'backfill',
-            backfill: range,
-            lockWaitMs: options.wait === true ? 6 * 60 * 60 * 1000 : 0,
-            signal: shutdown.signal,
-            onWait: () =>
-              context.io.err('trunk_calls: another run is in progress; waiting for it (--wait)'),
-            onProgress: (stats) => progress.update(stats),
-          },
-        );
+        const result = await runStream(syncDependencies(config, database, log), client, {
+          stream: 'trunk_calls',
+          command: 'backfill',
+          backfill: range,
+          lockWaitMs: options.wait === true ? 6 * 60 * 60 * 1000 : 0,
+          signal: shutdown.signal,
+          onWait: () =>
+            context.io.err('trunk_calls: another run is in progress; waiting for it (--wait)'),
+          onProgress: (stats) => progress.update(stats),
+        });
         progress.finish();
         const plan = result.backfill;
         if (plan?.beyondService !== undefined && options.json !== true) {

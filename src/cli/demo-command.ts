@@ -15,7 +15,7 @@ import { epochMicrosFromMillis } from '../util/micros.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatRunLine } from './run-report.js';
-import { createCliLogger } from './service-context.js';
+import { createCliLogger, syncDependencies } from './service-context.js';
 import { parseWholeNumber } from './user-input.js';
 
 const DEMO_ACCOUNT = 'MA_DEMO';
@@ -85,13 +85,7 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
       if (await clearDemoAccount(database))
         io.out(`   cleared the data of an earlier demo (account ${DEMO_ACCOUNT} only)`);
 
-      const deps = {
-        database,
-        settings: demoConfig.sync,
-        log,
-        pageConcurrency: demoConfig.api.concurrency * 2,
-        secrets: [token],
-      };
+      const deps = syncDependencies(demoConfig, database, log);
       const run = async (
         stream: StreamName,
         extra: { backfill?: ReturnType<typeof lastDays> } = {},

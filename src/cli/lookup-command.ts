@@ -11,10 +11,10 @@ import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { formatRunLine, runJson } from './run-report.js';
 import {
-  configSecrets,
   createAccountClients,
   createCliLogger,
   selectAccounts,
+  syncDependencies,
 } from './service-context.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -114,17 +114,11 @@ async function runLookup(
     let failed = false;
     try {
       for (const stream of lookup.streams) {
-        const result = await runStream(
-          {
-            database,
-            settings: config.sync,
-            log,
-            pageConcurrency: config.api.concurrency,
-            secrets: configSecrets(config),
-          },
-          clients[0]!,
-          { stream, command: `lookup ${kind}`, lockWaitMs: 60_000 },
-        );
+        const result = await runStream(syncDependencies(config, database, log), clients[0]!, {
+          stream,
+          command: `lookup ${kind}`,
+          lockWaitMs: 60_000,
+        });
         context.io.out(
           options.json === true ? JSON.stringify(runJson(result)) : formatRunLine(result),
         );

@@ -26,10 +26,10 @@ import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatRunLine } from './run-report.js';
 import {
-  configSecrets,
   createAccountClients,
   createCliLogger,
   selectAccounts,
+  syncDependencies,
 } from './service-context.js';
 import { onShutdownSignal } from './shutdown.js';
 
@@ -132,13 +132,7 @@ async function runSchedule(
       return EXIT.USAGE;
     }
 
-    const deps: SyncDependencies = {
-      database,
-      settings: config.sync,
-      log,
-      pageConcurrency: config.api.concurrency * 2,
-      secrets: configSecrets(config),
-    };
+    const deps: SyncDependencies = syncDependencies(config, database, log);
     const clientOf = new Map(clients.map((client) => [client.authId, client]));
     const accountIds = accounts.map((account) => account.authId);
     const metrics = new SchedulerMetrics({

@@ -3,6 +3,8 @@ import { HttpTransport } from '../api/transport.js';
 import { TelephonyClient } from '../api/telephony-client.js';
 import { ConfigError } from '../config/config-errors.js';
 import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
+import type { Database } from '../db/connect.js';
+import type { SyncDependencies } from '../sync/sync-runner.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { redactUrl } from '../util/redact.js';
 import type { CliIo } from './cli-io.js';
@@ -96,6 +98,25 @@ export function createAccountClients(
     close: async () => {
       await Promise.all(transports.map((transport) => transport.close()));
     },
+  };
+}
+
+/** Pages (or lookups) of one run requested at once, per connection to the service. */
+const PAGES_PER_CONNECTION = 2;
+
+/** What a run needs from the configuration: one definition for every command that syncs. */
+export function syncDependencies(
+  config: TelesyncConfig,
+  database: Database,
+  log: Logger,
+): SyncDependencies {
+  return {
+    database,
+    settings: config.sync,
+    log,
+    // Two pages per connection keep every connection busy while the previous page is parsed.
+    pageConcurrency: config.api.concurrency * PAGES_PER_CONNECTION,
+    secrets: configSecrets(config),
   };
 }
 

@@ -10,10 +10,10 @@ import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { formatRunLine, runJson } from './run-report.js';
 import {
-  configSecrets,
   createAccountClients,
   createCliLogger,
   selectAccounts,
+  syncDependencies,
 } from './service-context.js';
 import { onShutdownSignal } from './shutdown.js';
 
@@ -73,26 +73,16 @@ async function runSync(
       for (const client of clients) {
         for (const stream of streams) {
           if (shutdown.signal.aborted) break;
-          const result = await runStream(
-            {
-              database,
-              settings: config.sync,
-              log,
-              pageConcurrency: config.api.concurrency * 2,
-              secrets: configSecrets(config),
-            },
-            client,
-            {
-              stream,
-              command: 'sync',
-              lockWaitMs: options.wait === true ? LOCK_WAIT_MS : 0,
-              signal: shutdown.signal,
-              onWait: () =>
-                context.io.err(
-                  `${stream}: another telesync run of this stream is in progress; waiting for it (--wait)`,
-                ),
-            },
-          );
+          const result = await runStream(syncDependencies(config, database, log), client, {
+            stream,
+            command: 'sync',
+            lockWaitMs: options.wait === true ? LOCK_WAIT_MS : 0,
+            signal: shutdown.signal,
+            onWait: () =>
+              context.io.err(
+                `${stream}: another telesync run of this stream is in progress; waiting for it (--wait)`,
+              ),
+          });
           results.push(result);
           context.io.out(
             options.json === true ? JSON.stringify(runJson(result)) : formatRunLine(result),

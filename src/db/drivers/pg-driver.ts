@@ -18,6 +18,7 @@ import {
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { copyPayloadOf } from '../copy-payload.js';
+import { beginStatement } from './transaction-sql.js';
 import { SESSION_SETTINGS, TEXT_PARSERS } from '../type-parsers.js';
 
 /** Options of the node-postgres dialect. */
@@ -104,15 +105,7 @@ class PgDriver implements Driver {
     connection: DatabaseConnection,
     settings: TransactionSettings,
   ): Promise<void> {
-    const modes = [
-      settings.isolationLevel ? `isolation level ${settings.isolationLevel}` : '',
-      settings.accessMode ?? '',
-    ]
-      .filter((mode) => mode !== '')
-      .join(' ');
-    await connection.executeQuery(
-      CompiledQuery.raw(modes ? `start transaction ${modes}` : 'begin'),
-    );
+    await connection.executeQuery(beginStatement(settings));
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {

@@ -15,6 +15,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import { copyPayloadOf } from '../copy-payload.js';
+import { beginStatement } from './transaction-sql.js';
 
 /**
  * Kysely dialect over one embedded PGlite instance.
@@ -76,14 +77,8 @@ class PGliteDriver implements Driver {
   ): Promise<void> {
     const conn = connection as PGliteConnection;
     await conn.holdForTransaction();
-    const modes = [
-      settings.isolationLevel ? `isolation level ${settings.isolationLevel}` : '',
-      settings.accessMode ?? '',
-    ]
-      .filter((mode) => mode !== '')
-      .join(' ');
     try {
-      await conn.executeQuery(CompiledQuery.raw(modes ? `start transaction ${modes}` : 'begin'));
+      await conn.executeQuery(beginStatement(settings));
     } catch (error) {
       conn.releaseHold();
       throw error;

@@ -40,6 +40,8 @@ import {
   planBackfill,
   planIncremental,
   plannerSettings,
+  horizonStart,
+  sliceRange,
   slotStart,
   type BackfillPlan,
   type TimeWindow,
@@ -60,7 +62,6 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
   const watermark = state.watermark === undefined ? undefined : parseEpochMicros(state.watermark);
   const plan = planIncremental(now, watermark, settings);
   context.stats.span = { start: plan.from, end: plan.to };
-  context.stats.windowsPlanned = plan.windows.length;
   if (plan.gap !== undefined) {
     context.stats.gap = plan.gap;
     context.log.warn(
@@ -70,21 +71,42 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
   }
 
   const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
-  const windows = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
+  const deepRange = deepRecheckRange(now, context.settings.deepRecheckDays);
+  const deepRecheck =
+    deepRange === undefined ? undefined : { range: deepRange, dayStart: deepRange.end };
+  // The re-check days the lookback does not reach (after 06:00 UTC, yesterday is behind it).
+  const recheckOnly =
+    deepRange === undefined
+      ? []
+      : sliceRange(
+          Math.max(deepRange.start, horizonStart(now)),
+          Math.min(deepRange.end, plan.from),
+          settings.sliceMicros,
+        ).map((window) => withSlot(window, settings.sliceMicros));
   const ledger = await findLedgerRows(
     context.database.db,
     key,
-    slotStart(plan.from, settings.sliceMicros),
+    slotStart(recheckOnly[0]?.start ?? plan.from, settings.sliceMicros),
     plan.to,
   );
+  // Of those, only the ones not yet read in full today; the others are not even counted.
+  const dueRecheck = recheckOnly.filter((window) => {
+    const entry = ledger.get(window.slotStart);
+    return (
+      entry?.status !== 'complete' ||
+      entry.readAt === null ||
+      entry.readAt < (deepRecheck?.dayStart ?? 0)
+    );
+  });
+  const planned = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
+  const windows = [...dueRecheck, ...planned];
+  const behindWatermark = new Set(dueRecheck);
+  context.stats.windowsPlanned = windows.length;
   await planWindows(
     context.database.db,
     key,
     windows.filter((window) => !ledger.has(window.slotStart)),
   );
-  const deepRange = deepRecheckRange(now, context.settings.deepRecheckDays);
-  const deepRecheck =
-    deepRange === undefined ? undefined : { range: deepRange, dayStart: deepRange.end };
   const loader = new BatchLoader(context, TRUNK_CALLS);
   let contiguous = true;
 
@@ -97,7 +119,10 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
     const action = decideIncremental(window, entry, deepRecheck);
     // Decided now, while every window before this one is known to be complete or queued to be:
     // its commit is queued and may run after later windows have been read.
-    const mayAdvance = contiguous;
+    // A re-check day behind the lookback lies below the watermark: it neither moves it nor, if it
+    // fails, holds back the windows after it.
+    const recheckOnlyWindow = behindWatermark.has(window);
+    const mayAdvance = contiguous && !recheckOnlyWindow;
     const advance = (trx: Kysely<Tables>) =>
       mayAdvance
         ? advanceWatermark(trx, context.accountId, STREAM, formatIsoMicros(window.end))
@@ -126,7 +151,7 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
         );
         break;
       }
-      contiguous = false;
+      if (!recheckOnlyWindow) contiguous = false;
       await recordWindowFailure(context, key, window, error);
       // A service that fails every request would fail every window the same way, slowly: stop.
       if (!(error instanceof WindowIncompleteError)) throw error;

@@ -141,6 +141,19 @@ describe('backfill', () => {
     expect(result.stderr).not.toContain('\u001b[');
   });
 
+  it('says what cannot be read when the range reaches past the 90-day horizon', async () => {
+    const from = new Date(Date.now() - 120 * 24 * 3600 * 1000).toISOString().slice(0, 10);
+    const to = new Date(Date.now() - 88 * 24 * 3600 * 1000).toISOString().slice(0, 10);
+    const result = await runTelesync(['backfill', '--from', from, '--to', to], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `note: ${from}T00:00:00Z to .* is older than the service's 90-day horizon and cannot be read`,
+      ),
+    );
+    expect(result.stdout).toMatch(/covered .* \(\d windows\)/);
+  });
+
   it.each([
     [['backfill', '--days', '91'], '--days "91" must be a whole number from 1 to 90'],
     [['backfill', '--days', 'ten'], '--days "ten" must be a whole number from 1 to 90'],

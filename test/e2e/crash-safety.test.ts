@@ -132,4 +132,57 @@ describe('a backfill killed at random moments and resumed', () => {
     // A kill during start-up comes before the run's row exists; the others are closed as failed.
     expect(runs.find((row) => row.status === 'failed')?.n).toBeGreaterThanOrEqual(1);
   });
+  it('stops on Ctrl-C after the batch in hand, saying so, and the same command resumes where it stopped', async () => {
+    const stopped = createCliDatabase();
+    try {
+      expect((await runTelesync(['migrate'], envFor(stopped))).code).toBe(0);
+      const child = spawn(process.execPath, [TELESYNC_BIN, ...args, '--json'], {
+        cwd: mkdtempSync(join(tmpdir(), 'telesync-sigint-')),
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...envFor(stopped) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      const exited = new Promise<number | null>((resolve) =>
+        child.on('exit', (code) => resolve(code)),
+      );
+      // Once a few windows are done (progress lines come every few seconds), interrupt.
+      await new Promise((resolve) => setTimeout(resolve, 3500));
+      child.kill('SIGINT');
+      expect(await exited, stderr).toBe(1);
+      expect(stderr).toContain(
+        'stopping after the batch in hand; run the same command again to resume',
+      );
+      const outcome = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+      expect(outcome).toMatchObject({ status: 'stopped' });
+      expect(outcome.records_fetched).toBe(
+        Number(outcome.records_upserted) + Number(outcome.records_rejected),
+      );
+      const done = Number(outcome.windows_completed);
+      expect(done).toBeGreaterThan(0);
+      expect(done).toBeLessThan(Number(outcome.windows_planned));
+
+      const resumed = await runTelesync([...args, '--json'], envFor(stopped));
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const second = JSON.parse(resumed.stdout.trim().split('\n').at(-1)!) as Record<
+        string,
+        unknown
+      >;
+      expect(second.status).toBe('succeeded');
+      // The windows read before the stop were skipped: fewer requests than a whole backfill.
+      const whole = await clean.inspect(async ({ db }) =>
+        db
+          .selectFrom('sync_runs')
+          .select('requests')
+          .where('command', '=', 'backfill')
+          .executeTakeFirstOrThrow(),
+      );
+      expect(Number(second.requests)).toBeLessThan(whole.requests);
+      expect(await stopped.inspect(snapshotOf)).toEqual(await clean.inspect(snapshotOf));
+    } finally {
+      await stopped.cleanup();
+    }
+  });
 });

@@ -150,6 +150,74 @@ describe('a 90-day backfill, then incremental syncs', () => {
     );
     expect(row).toEqual({ call_uuid: late.call_uuid, total_amount: late.total_amount });
   });
+  it('re-reads the previous UTC day in full once a day, even where the lookback does not reach', async () => {
+    const todayStart = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+    const yesterday = new Date(todayStart - DAY_MS).toISOString();
+    // As if yesterday's window was last read in full yesterday.
+    await database.inspect(({ db }) =>
+      db
+        .updateTable('sync_windows')
+        .set({ read_at: new Date(todayStart - HOUR_MS).toISOString() })
+        .where('slot_start', '=', yesterday)
+        .execute(),
+    );
+    const startedAt = Date.now();
+    const noLookback = { ...env, TELESYNC_LOOKBACK_HOURS: '0' };
+    const first = await runTelesync(['sync', 'trunk_calls', '--json'], noLookback);
+    expect(first.code, first.stderr).toBe(0);
+    const readAt = async () =>
+      database.inspect(async ({ db }) => {
+        const row = await db
+          .selectFrom('sync_windows')
+          .select(['read_at', 'status'])
+          .where('slot_start', '=', yesterday)
+          .executeTakeFirstOrThrow();
+        return row;
+      });
+    const afterFirst = await readAt();
+    expect(afterFirst.status).toBe('complete');
+    expect(Date.parse(afterFirst.read_at!)).toBeGreaterThanOrEqual(startedAt - 1000);
+    // Every page of yesterday was read: far more requests than windows.
+    expect(Number(lastJson(first.stdout).requests)).toBeGreaterThan(
+      Number(lastJson(first.stdout).windows_planned) + 10,
+    );
+
+    // Done for today: the next run does not even count it.
+    const second = await runTelesync(['sync', 'trunk_calls', '--json'], noLookback);
+    expect(second.code, second.stderr).toBe(0);
+    expect((await readAt()).read_at).toBe(afterFirst.read_at);
+    expect(Number(lastJson(second.stdout).windows_planned)).toBe(1);
+  });
+
+  it('records the unrecoverable gap when the watermark fell behind the 90-day horizon', async () => {
+    const lost = new Date(Date.now() - 100 * DAY_MS).toISOString();
+    await database.inspect(({ db }) =>
+      db
+        .updateTable('sync_state')
+        .set({ watermark: lost })
+        .where('stream', '=', 'trunk_calls')
+        .execute(),
+    );
+    const result = await runTelesync(['sync', 'trunk_calls', '--json'], env);
+    expect(result.code, result.stderr).toBe(0);
+    const run = await database.inspect(({ db }) =>
+      db
+        .selectFrom('sync_runs')
+        .select(['gap_start', 'gap_end', 'status'])
+        .where('id', '=', Number(lastJson(result.stdout).run_id))
+        .executeTakeFirstOrThrow(),
+    );
+    expect(run.status).toBe('succeeded');
+    expect(Date.parse(run.gap_start!)).toBe(Date.parse(lost));
+    // The gap ends at the horizon (90 days, less telesync's 10-minute margin).
+    expect(Date.now() - Date.parse(run.gap_end!)).toBeGreaterThan(89.99 * DAY_MS);
+    expect(Date.now() - Date.parse(run.gap_end!)).toBeLessThan(90 * DAY_MS);
+    expect(result.stderr).toMatch(/the watermark fell behind the 90-day horizon/);
+    const status = await runTelesync(['status'], env);
+    expect(status.stdout).toMatch(
+      /! trunk_calls: unrecoverable gap .* those calls left the 90-day horizon before they were synced/,
+    );
+  });
 });
 
 describe('a faulty service', () => {

@@ -224,24 +224,82 @@ export function parseRecordBody(body: Uint8Array): ReceivedRecord {
 export function parseListBody(body: Uint8Array): ReceivedList {
   const walker = new ByteWalker(body);
   const start = walker.skipWhitespace(0);
-  let apiId: string | undefined;
-  let meta: ListMetaWire | undefined;
-  let records: ReceivedRecord[] | undefined;
+  let apiIdSpan: [number, number] | undefined;
+  let metaSpan: [number, number] | undefined;
+  let spans: RecordSpan[] | undefined;
 
   const end = walker.members(start, (key, valueStart, valueEnd) => {
-    if (key === 'objects') records = readArray(walker, valueStart);
-    else if (key === 'meta') meta = parseMeta(parseSlice(walker, valueStart, valueEnd));
-    else if (key === 'api_id') {
-      const value = parseSlice(walker, valueStart, valueEnd);
-      apiId = typeof value === 'string' ? value : undefined;
-    }
+    if (key === 'objects') spans = recordSpans(walker, valueStart);
+    else if (key === 'meta') metaSpan = [valueStart, valueEnd];
+    else if (key === 'api_id') apiIdSpan = [valueStart, valueEnd];
   });
   if (walker.skipWhitespace(end) !== walker.length) {
     throw new MalformedBodyError(`unexpected bytes after the response at byte ${end}`);
   }
-  if (records === undefined) throw new MalformedBodyError('the response has no "objects" array');
-  if (meta === undefined) throw new MalformedBodyError('the response has no "meta" block');
-  return { apiId, meta, records };
+  if (spans === undefined) throw new MalformedBodyError('the response has no "objects" array');
+  if (metaSpan === undefined) throw new MalformedBodyError('the response has no "meta" block');
+  const meta = parseMeta(parseSlice(walker, metaSpan[0], metaSpan[1]));
+  const apiIdValue =
+    apiIdSpan === undefined ? undefined : parseSlice(walker, apiIdSpan[0], apiIdSpan[1]);
+  const apiId = typeof apiIdValue === 'string' ? apiIdValue : undefined;
+  return {
+    apiId,
+    meta,
+    records:
+      wholeBodyRecords(body, spans) ??
+      spans.map((span) => readRecord(walker, span.start, span.end, span.keys)),
+  };
+}
+
+/** Where one element of `objects` lies, and how many keys its top level writes. */
+interface RecordSpan {
+  start: number;
+  end: number;
+  keys: number;
+}
+
+/**
+ * The fast path: the body decoded and parsed once, each record's text a slice of it. Only for the
+ * common case (valid UTF-8, all ASCII so byte and character offsets agree, and valid JSON as a
+ * whole); anything else returns undefined and each record is read on its own.
+ */
+function wholeBodyRecords(
+  body: Uint8Array,
+  spans: readonly RecordSpan[],
+): ReceivedRecord[] | undefined {
+  let text: string;
+  let objects: unknown;
+  try {
+    text = decodeStrict(body);
+    if (text.length !== body.length) return undefined;
+    objects = (JSON.parse(text) as { objects?: unknown }).objects;
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(objects) || objects.length !== spans.length) return undefined;
+  const records: ReceivedRecord[] = new Array<ReceivedRecord>(spans.length);
+  for (let index = 0; index < spans.length; index++) {
+    const span = spans[index]!;
+    const value: unknown = objects[index];
+    const bytes = body.subarray(span.start, span.end);
+    const recordText = text.slice(span.start, span.end);
+    if (
+      value !== null &&
+      typeof value === 'object' &&
+      !Array.isArray(value) &&
+      Object.keys(value).length < span.keys
+    ) {
+      records[index] = {
+        bytes,
+        text: recordText,
+        value,
+        duplicateKeys: collectDuplicates(new ByteWalker(bytes)),
+      };
+    } else {
+      records[index] = { bytes, text: recordText, value };
+    }
+  }
+  return records;
 }
 
 function parseSlice(walker: ByteWalker, start: number, end: number): unknown {
@@ -254,18 +312,18 @@ function parseSlice(walker: ByteWalker, start: number, end: number): unknown {
   }
 }
 
-function readArray(walker: ByteWalker, at: number): ReceivedRecord[] {
+function recordSpans(walker: ByteWalker, at: number): RecordSpan[] {
   if (walker.byteAt(at) !== OPEN_BRACKET) throw new MalformedBodyError('"objects" is not an array');
-  const records: ReceivedRecord[] = [];
+  const spans: RecordSpan[] = [];
   let i = walker.skipWhitespace(at + 1);
-  if (walker.byteAt(i) === CLOSE_BRACKET) return records;
+  if (walker.byteAt(i) === CLOSE_BRACKET) return spans;
   for (;;) {
     const { end, topLevelKeys } = walker.endOfValue(i);
-    records.push(readRecord(walker, i, end, topLevelKeys));
+    spans.push({ start: i, end, keys: topLevelKeys });
     i = walker.skipWhitespace(end);
     const next = walker.byteAt(i);
     if (next === COMMA) i = walker.skipWhitespace(i + 1);
-    else if (next === CLOSE_BRACKET) return records;
+    else if (next === CLOSE_BRACKET) return spans;
     else throw new MalformedBodyError(`expected ',' or ']' in "objects" at byte ${i} (truncated?)`);
   }
 }

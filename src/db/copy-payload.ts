@@ -57,11 +57,16 @@ const COPY_ESCAPES: Readonly<Record<string, string>> = {
   '\r': '\\r',
 };
 
-/** Non-global twin of COPY_SPECIAL: a test that keeps no state between calls. */
-const HAS_COPY_SPECIAL = /[\\\t\n\r]/;
-
 function escapeCopyText(text: string): string {
-  // Most values (uuids, numbers, timestamps, records without escapes) need nothing replaced.
-  if (!HAS_COPY_SPECIAL.test(text)) return text;
+  // Most values (uuids, numbers, timestamps, records without escapes) need nothing replaced, and
+  // four native searches find that out faster than a regular expression does (measured).
+  if (
+    text.indexOf('\\') === -1 &&
+    text.indexOf('\n') === -1 &&
+    text.indexOf('\t') === -1 &&
+    text.indexOf('\r') === -1
+  ) {
+    return text;
+  }
   return text.replace(COPY_SPECIAL, (ch) => COPY_ESCAPES[ch] ?? ch);
 }

@@ -58,6 +58,17 @@ describe('parseListBody', () => {
     expect(records[1]?.duplicateKeys).toBeUndefined();
   });
 
+  it('keeps the exact text of records with non-ASCII characters', () => {
+    const first = '{"name":"Zoë ☎","n":1}';
+    const second = '{"name":"plain"}';
+    const { records } = parseListBody(bytes(`{${META},"objects":[${first},${second}]}`));
+    expect(records.map((record) => record.text)).toEqual([first, second]);
+    expect(records.map((record) => record.value)).toEqual([
+      { name: 'Zoë ☎', n: 1 },
+      { name: 'plain' },
+    ]);
+  });
+
   it('reads an empty page', () => {
     expect(parseListBody(bytes(`{"api_id":"x",${META},"objects":[ ]}`)).records).toEqual([]);
   });

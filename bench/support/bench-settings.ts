@@ -1,0 +1,167 @@
+import { parseArgs } from 'node:util';
+import { CONFIG_DEFAULTS } from '../../src/config/load-config.js';
+import { DEFAULT_DATABASE_URL } from './bench-database.js';
+import { HarnessError } from './bench-errors.js';
+import { BENCHMARK_NAMES, isBenchmarkName, type BenchmarkName } from './report.js';
+
+/**
+ * The settings of one `npm run bench`: flags, then BENCH_* environment variables, then defaults.
+ * The defaults are the issue's full-size setup; --quick is a small smoke version.
+ */
+
+export interface BenchSettings {
+  readonly mode: 'full' | 'quick';
+  /** Calls the simulator holds over 90 days (the dataset of benchmarks 1–4). */
+  readonly calls: number;
+  /** Runs of each measurement; every figure is their median. */
+  readonly runs: number;
+  readonly only: readonly BenchmarkName[];
+  readonly databaseUrl: string;
+  readonly seed: string;
+  /** TELESYNC_CONCURRENCY of every telesync run and of the fetch limit. */
+  readonly concurrency: number;
+  /** TELESYNC_MAX_RPS of the unthrottled runs: high enough never to be what limits them. */
+  readonly unthrottledMaxRps: number;
+  /** The service's published limit, enforced by the simulator in the throttled benchmark. */
+  readonly rateLimit: { readonly requests: number; readonly windowSeconds: number };
+  /** TELESYNC_MAX_RPS of the throttled benchmark. */
+  readonly throttledMaxRps: number;
+  /** How long the throttled backfill should last; its day range is chosen from the dataset. */
+  readonly throttledSeconds: number;
+  /** Whole UTC days of the slice the naive reference and telesync both sync. */
+  readonly naiveDays: number;
+  /** Rows of each load of the loader choice. */
+  readonly loaderRows: number;
+  readonly loaderBatchSizes: readonly number[];
+  /** Product default batch size (TELESYNC_BATCH_SIZE), used by the COPY limit. */
+  readonly batchSize: number;
+  /** An extra, untimed, CPU-profiled backfill of telesync and the simulator. */
+  readonly profile: boolean;
+  readonly profileDays: number;
+  /** A short untimed backfill before the first timed one (JIT, caches, connections). */
+  readonly warmup: boolean;
+  /** Where latest.json and summary.md go (quick runs write latest-quick.json, summary-quick.md). */
+  readonly resultsDir: string;
+  /** Whether the default selection includes running the fault-injection tests (step 6). */
+  readonly faultHarness: boolean;
+  /** Measure a copy of the code taken at the start, not the working tree as it changes. */
+  readonly snapshot: boolean;
+  /** Only write the summary again from the results file. */
+  readonly summaryOnly: boolean;
+}
+
+export const USAGE = `npm run bench -- [options]
+
+  --quick                 small smoke version (100,000 calls, 1 run, short throttled run)
+  --calls <n>             calls over 90 days in the simulator (default 1,000,000)
+  --runs <n>              runs per measurement, figures are medians (default 3)
+  --only <names>          comma-separated: ${BENCHMARK_NAMES.join(', ')}
+  --concurrency <n>       TELESYNC_CONCURRENCY for telesync and the fetch limit (default ${CONFIG_DEFAULTS.concurrency})
+  --max-rps <n>           TELESYNC_MAX_RPS of the unthrottled runs (default 100000)
+  --throttled-max-rps <n> TELESYNC_MAX_RPS of the throttled run (default 60)
+  --throttled-seconds <n> target length of the throttled backfill (default 120)
+  --naive-days <n>        days of the naive comparison slice (default 30, one full window; 3 with --quick)
+  --loader-rows <n>       rows per load in the loader choice (default 100,000)
+  --[no-]profile          CPU-profile an extra backfill (default on, off with --quick)
+  --[no-]fault-harness    run the fault-injection tests for the summary (default on, off with --quick)
+  --no-warmup             skip the untimed warm-up backfill
+  --no-snapshot           run the working tree as it is (default: a copy taken at the start)
+  --seed <text>           simulator seed (default "bench")
+  --results-dir <path>    where to write the results (default bench/results)
+  --summary-only          only write summary.md again from latest.json (no benchmark runs)
+
+Environment: DATABASE_URL (default ${DEFAULT_DATABASE_URL}), and BENCH_CALLS, BENCH_RUNS,
+BENCH_ONLY, BENCH_QUICK=1 as defaults for the flags.`;
+
+function positiveInteger(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw.replaceAll('_', '').replaceAll(',', ''));
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new HarnessError(`${name} must be a whole number of at least 1 (got "${raw}")`);
+  }
+  return value;
+}
+
+export function parseBenchSettings(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  defaultResultsDir: string,
+): BenchSettings | 'help' {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      quick: { type: 'boolean' },
+      calls: { type: 'string' },
+      runs: { type: 'string' },
+      only: { type: 'string' },
+      concurrency: { type: 'string' },
+      'max-rps': { type: 'string' },
+      'throttled-max-rps': { type: 'string' },
+      'throttled-seconds': { type: 'string' },
+      'naive-days': { type: 'string' },
+      'loader-rows': { type: 'string' },
+      profile: { type: 'boolean' },
+      'no-profile': { type: 'boolean' },
+      'no-warmup': { type: 'boolean' },
+      'fault-harness': { type: 'boolean' },
+      'no-fault-harness': { type: 'boolean' },
+      'no-snapshot': { type: 'boolean' },
+      seed: { type: 'string' },
+      'results-dir': { type: 'string' },
+      'summary-only': { type: 'boolean' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help === true) return 'help';
+  const quick = values.quick === true || env.BENCH_QUICK === '1';
+  const faultHarness =
+    values['no-fault-harness'] === true ? false : (values['fault-harness'] ?? !quick);
+  const onlyText = values.only ?? env.BENCH_ONLY;
+  const only =
+    onlyText === undefined || onlyText === ''
+      ? BENCHMARK_NAMES.filter((name) => name !== 'fault-harness' || faultHarness)
+      : onlyText.split(',').map((name) => name.trim());
+  const unknown = only.filter((name) => !isBenchmarkName(name));
+  if (unknown.length > 0) {
+    throw new HarnessError(
+      `unknown benchmark ${unknown.join(', ')}; the benchmarks are ${BENCHMARK_NAMES.join(', ')}`,
+    );
+  }
+  const calls = positiveInteger(
+    '--calls',
+    values.calls ?? env.BENCH_CALLS,
+    quick ? 100_000 : 1_000_000,
+  );
+  const naiveDays = positiveInteger('--naive-days', values['naive-days'], quick ? 3 : 30);
+  if (naiveDays > 30) throw new HarnessError('--naive-days must be at most 30');
+  return {
+    mode: quick ? 'quick' : 'full',
+    calls,
+    runs: positiveInteger('--runs', values.runs ?? env.BENCH_RUNS, quick ? 1 : 3),
+    only: only as BenchmarkName[],
+    databaseUrl: env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
+    seed: values.seed ?? 'bench',
+    concurrency: positiveInteger('--concurrency', values.concurrency, CONFIG_DEFAULTS.concurrency),
+    unthrottledMaxRps: positiveInteger('--max-rps', values['max-rps'], 100_000),
+    rateLimit: { requests: 300, windowSeconds: 5 },
+    throttledMaxRps: positiveInteger('--throttled-max-rps', values['throttled-max-rps'], 60),
+    throttledSeconds: positiveInteger(
+      '--throttled-seconds',
+      values['throttled-seconds'],
+      quick ? 30 : 120,
+    ),
+    naiveDays,
+    loaderRows: positiveInteger('--loader-rows', values['loader-rows'], quick ? 20_000 : 100_000),
+    loaderBatchSizes: [500, 2_000, 10_000],
+    batchSize: CONFIG_DEFAULTS.batchSize,
+    profile: values['no-profile'] === true ? false : (values.profile ?? !quick),
+    profileDays: 30,
+    warmup: values['no-warmup'] !== true,
+    resultsDir: values['results-dir'] ?? defaultResultsDir,
+    snapshot: values['no-snapshot'] !== true,
+    faultHarness,
+    summaryOnly: values['summary-only'] === true,
+  };
+}

@@ -1,5 +1,7 @@
 // The process entry of `telesync`: bin/telesync.js loads it through tsx; the Docker image runs its
 // compiled form (dist/src/cli/entry.js).
+import { limitHeapGrowth } from './heap-growth.js';
 import { runCli } from './main.js';
 
+limitHeapGrowth();
 process.exitCode = await runCli(process.argv.slice(2));

@@ -32,6 +32,48 @@ export type LoadRow = Readonly<Record<string, unknown>>;
 const MAX_STATEMENT_PARAMETERS = 65_000;
 
 /**
+ * Rows made ready for one loading strategy as they are buffered: for COPY, each row's text line;
+ * for INSERT, the row itself; for both, its key. A batch waits a fraction of a second before it is
+ * written, long enough for V8 to move it to the old generation: one flat line per row is a third
+ * smaller than the row object with its strings, and a single object for the collector to trace
+ * instead of thirty, so a backfill's heap stays small without extra full collections.
+ */
+export class PreparedRows {
+  /** Each row's key columns, joined: the last row of a key wins. */
+  readonly keys: string[] = [];
+  /** 'copy': each row in COPY text format, without its newline. */
+  readonly lines: string[] = [];
+  /** 'insert': the rows themselves. */
+  readonly rows: LoadRow[] = [];
+
+  constructor(
+    readonly spec: DataTableSpec,
+    readonly strategy: LoadStrategy,
+  ) {}
+
+  get length(): number {
+    return this.keys.length;
+  }
+
+  /** Adds `row`, whose key (`rowKey`) the caller may have computed already. */
+  add(row: LoadRow, key: string = rowKey(row, this.spec.key)): void {
+    this.keys.push(key);
+    if (this.strategy === 'copy') this.lines.push(encodeCopyLine(row, this.spec.columns));
+    else this.rows.push(row);
+  }
+}
+
+/**
+ * The key columns of `row` joined into one flat string (a separator no identifier contains; a join,
+ * so the key holds no reference to the page text its parts may have been cut from).
+ */
+export function rowKey(row: LoadRow, key: readonly string[]): string {
+  const parts = new Array<string>(key.length);
+  for (let index = 0; index < key.length; index++) parts[index] = String(row[key[index]!]);
+  return parts.join('\u0001');
+}
+
+/**
  * Upserts `rows` into the table of `spec` inside the caller's transaction. `syncedAt` (ISO text)
  * stamps inserted and changed rows; for snapshot tables it is also the `last_seen_at` of every row.
  * When a batch holds the same key twice, the last row wins.
@@ -44,10 +86,23 @@ export async function upsertDataRows(
   syncedAt: string,
   strategy: LoadStrategy = 'copy',
 ): Promise<UpsertResult> {
-  const unique = lastRowPerKey(rows, spec.key);
+  const prepared = new PreparedRows(spec, strategy);
+  for (const row of rows) prepared.add(row);
+  return upsertPreparedRows(trx, schema, prepared, syncedAt);
+}
+
+/** `upsertDataRows` for rows prepared already. */
+export async function upsertPreparedRows(
+  trx: QueryRunner,
+  schema: string,
+  prepared: PreparedRows,
+  syncedAt: string,
+): Promise<UpsertResult> {
+  const { spec } = prepared;
+  const unique = lastIndexPerKey(prepared.keys);
   if (unique.length === 0) return { upserted: 0, written: 0 };
   let written = 0;
-  if (strategy === 'copy') {
+  if (prepared.strategy === 'copy') {
     const staging = stagingTableName(schema, spec.table);
     await trx.executeQuery(
       CompiledQuery.raw(
@@ -55,13 +110,13 @@ export async function upsertDataRows(
           `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`,
       ),
     );
+    const lines =
+      unique.length === prepared.length
+        ? prepared.lines
+        : unique.map((index) => prepared.lines[index]!);
     await trx.executeQuery(
       compileCopy(
-        new CopyPayload(
-          quoteIdent(staging),
-          spec.columns.map(quoteIdent),
-          encodeCopyRows(unique, spec.columns),
-        ),
+        new CopyPayload(quoteIdent(staging), spec.columns.map(quoteIdent), `${lines.join('\n')}\n`),
       ),
     );
     written = await runUpsert(trx, buildUpsertSql(schema, spec, { staging }), [syncedAt], spec);
@@ -69,9 +124,10 @@ export async function upsertDataRows(
     // transaction must not see the first one's rows.
     await trx.executeQuery(CompiledQuery.raw(`TRUNCATE ${quoteIdent(staging)}`));
   } else {
+    const rows = unique.map((index) => prepared.rows[index]!);
     const perStatement = Math.max(1, Math.floor(MAX_STATEMENT_PARAMETERS / spec.columns.length));
-    for (let offset = 0; offset < unique.length; offset += perStatement) {
-      const chunk = unique.slice(offset, offset + perStatement);
+    for (let offset = 0; offset < rows.length; offset += perStatement) {
+      const chunk = rows.slice(offset, offset + perStatement);
       const parameters: unknown[] = [syncedAt];
       for (const row of chunk)
         for (const column of spec.columns) parameters.push(toParameter(row[column]));
@@ -157,24 +213,19 @@ function stagingTableName(schema: string, table: string): string {
   return `stage_${createHash('sha1').update(schema).digest('hex').slice(0, 10)}_${table}`;
 }
 
-function lastRowPerKey(rows: readonly LoadRow[], key: readonly string[]): LoadRow[] {
-  const byKey = new Map<string, LoadRow>();
-  for (const row of rows) byKey.set(key.map((column) => String(row[column])).join('\u0001'), row);
-  return byKey.size === rows.length ? [...rows] : [...byKey.values()];
+/** The index of the last row of each key, in the order of those rows. */
+function lastIndexPerKey(keys: readonly string[]): number[] {
+  const lastOf = new Map<string, number>();
+  for (let index = 0; index < keys.length; index++) lastOf.set(keys[index]!, index);
+  if (lastOf.size === keys.length) return keys.map((_, index) => index);
+  return [...lastOf.values()].sort((x, y) => x - y);
 }
 
-function encodeCopyRows(rows: readonly LoadRow[], columns: readonly string[]): string {
-  const lines: string[] = new Array<string>(rows.length);
-  for (let index = 0; index < rows.length; index++) {
-    const row = rows[index]!;
-    let line = '';
-    for (let c = 0; c < columns.length; c++) {
-      if (c > 0) line += '\t';
-      line += encodeCopyValue(row[columns[c]!]);
-    }
-    lines[index] = line;
-  }
-  return `${lines.join('\n')}\n`;
+/** One row in COPY text format, as one flat string (a join, not a chain of concatenations). */
+function encodeCopyLine(row: LoadRow, columns: readonly string[]): string {
+  const values = new Array<string>(columns.length);
+  for (let c = 0; c < columns.length; c++) values[c] = encodeCopyValue(row[columns[c]!]);
+  return values.join('\t');
 }
 
 /** jsonb values go as JSON text (a string is taken to be JSON text already: the record as received). */

@@ -1,5 +1,11 @@
 import type { Kysely } from 'kysely';
-import { upsertDataRows, type LoadRow } from '../db/data-loader.js';
+import {
+  PreparedRows,
+  rowKey,
+  upsertPreparedRows,
+  type LoadRow,
+  type LoadStrategy,
+} from '../db/data-loader.js';
 import {
   quarantineRecords,
   type Quarantined,
@@ -22,15 +28,23 @@ export const LOAD_LANES = 2;
 
 /** One lane: a buffer and a chain of transactions, one after the other. */
 class Lane {
-  rows: LoadRow[] = [];
+  rows: PreparedRows;
   rejects: Quarantined[] = [];
   queue: Promise<void> = Promise.resolve();
   queuedRows = 0;
+
+  constructor(
+    readonly spec: DataTableSpec,
+    readonly strategy: LoadStrategy,
+  ) {
+    this.rows = new PreparedRows(spec, strategy);
+  }
 }
 
 /**
  * Buffers normalised rows and rejected records and writes them in batches, in the background: the
- * caller keeps fetching while batches commit. Rows are spread over lanes by a hash of their key, so
+ * caller keeps fetching while batches commit. Rows are buffered prepared for the loader (see
+ * PreparedRows), so the row objects themselves are garbage as soon as `add` returns. Rows are spread over lanes by a hash of their key, so
  * the same key always goes to the same lane and two lanes' transactions never touch the same row.
  *
  * `commit` closes a unit of work (a window): it waits for every lane's batches of that unit, then
@@ -50,14 +64,20 @@ export class BatchLoader {
     private readonly batchSize: number = context.settings.batchSize,
     lanes: number = LOAD_LANES,
   ) {
-    this.#lanes = Array.from({ length: Math.max(1, lanes) }, () => new Lane());
+    this.#lanes = Array.from(
+      { length: Math.max(1, lanes) },
+      () => new Lane(spec, context.loadStrategy),
+    );
     this.#maxPendingRows = batchSize * 2 * this.#lanes.length;
   }
 
   /** Buffers rows and rejects; starts a lane's batch in the background when it has enough rows. */
   async add(rows: readonly LoadRow[], rejects: readonly Quarantined[]): Promise<void> {
     this.#throwIfFailed();
-    for (const row of rows) this.#laneOf(row).rows.push(row);
+    for (const row of rows) {
+      const key = rowKey(row, this.spec.key);
+      this.#laneOf(key).rows.add(row, key);
+    }
     // Rejects all go to lane 0: the quarantine is keyed by payload, and one lane never races itself.
     const first = this.#lanes[0]!;
     for (const reject of rejects) first.rejects.push(reject);
@@ -110,9 +130,9 @@ export class BatchLoader {
     return this.#enqueue(first!, hook, othersDone);
   }
 
-  #laneOf(row: LoadRow): Lane {
+  #laneOf(key: string): Lane {
     if (this.#lanes.length === 1) return this.#lanes[0]!;
-    return this.#lanes[keyHash(row, this.spec.key) % this.#lanes.length]!;
+    return this.#lanes[keyHash(key) % this.#lanes.length]!;
   }
 
   #queuedRows(): number {
@@ -124,7 +144,7 @@ export class BatchLoader {
   #enqueue(lane: Lane, hook: CommitHook | undefined, after?: Promise<unknown>): Promise<void> {
     const rows = lane.rows;
     const rejects = lane.rejects;
-    lane.rows = [];
+    lane.rows = new PreparedRows(lane.spec, lane.strategy);
     lane.rejects = [];
     lane.queuedRows += rows.length;
     lane.queue = lane.queue.then(async () => {
@@ -141,22 +161,15 @@ export class BatchLoader {
   }
 
   async #write(
-    rows: LoadRow[],
+    rows: PreparedRows,
     rejects: Quarantined[],
     hook: CommitHook | undefined,
   ): Promise<void> {
     if (rows.length === 0 && rejects.length === 0 && hook === undefined) return;
-    const { database, stats, runId, loadStrategy } = this.context;
+    const { database, stats, runId } = this.context;
     const syncedAt = formatIsoMicros(this.context.now());
     const result = await database.db.transaction().execute(async (trx) => {
-      const upsert = await upsertDataRows(
-        trx,
-        database.schema,
-        this.spec,
-        rows,
-        syncedAt,
-        loadStrategy,
-      );
+      const upsert = await upsertPreparedRows(trx, database.schema, rows, syncedAt);
       await quarantineRecords(trx, database.schema, rejects, runId);
       if (hook !== undefined) await hook(trx);
       return upsert;
@@ -171,15 +184,12 @@ export class BatchLoader {
   }
 }
 
-/** FNV-1a of a row's key columns: the lane of a key never changes. */
-function keyHash(row: LoadRow, key: readonly string[]): number {
+/** FNV-1a of a row's key: the lane of a key never changes. */
+function keyHash(key: string): number {
   let hash = 0x811c9dc5;
-  for (const column of key) {
-    const text = String(row[column]);
-    for (let i = 0; i < text.length; i++) {
-      hash ^= text.charCodeAt(i);
-      hash = Math.imul(hash, 0x01000193);
-    }
+  for (let i = 0; i < key.length; i++) {
+    hash ^= key.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
   }
   return hash >>> 0;
 }

@@ -1,0 +1,36 @@
+import { setFlagsFromString } from 'node:v8';
+
+/**
+ * How far V8 lets the old generation grow past its live size before the next full collection.
+ *
+ * A backfill promotes every buffered batch to the old generation (its rows wait about half a
+ * second between fetch and commit) and drops it a moment later. By default V8 lets the old
+ * generation reach up to four times its live size before collecting it, so a 90-day backfill
+ * peaks at 245–275 MB resident. Up to three times (growing by 200%) it peaks at 210–235 MB with no
+ * measurable cost; tighter limits (50%, 100%) saved another 30–50 MB but cost 10–20% more CPU in
+ * the collector (measured with a 1,000,000-call backfill, interleaved runs).
+ */
+export const HEAP_GROWING_PERCENT = 200;
+
+const FLAG = '--heap-growing-percent';
+
+/**
+ * The V8 flag to set at start-up, or undefined when whoever started node chose one already
+ * (`node --heap-growing-percent=… bin/telesync.js`).
+ */
+export function heapGrowthFlag(execArgv: readonly string[]): string | undefined {
+  const chosen = execArgv.some((arg) => {
+    const name = arg.split('=')[0]!.replaceAll('_', '-');
+    return name === FLAG;
+  });
+  return chosen ? undefined : `${FLAG}=${HEAP_GROWING_PERCENT}`;
+}
+
+/**
+ * Applies `heapGrowthFlag`. The growing factor is read at each full collection, so setting it after
+ * start-up takes effect (unlike the heap size limits, which are fixed when the heap is made).
+ */
+export function limitHeapGrowth(execArgv: readonly string[] = process.execArgv): void {
+  const flag = heapGrowthFlag(execArgv);
+  if (flag !== undefined) setFlagsFromString(flag);
+}

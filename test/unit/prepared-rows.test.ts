@@ -1,0 +1,73 @@
+import type { CompiledQuery, QueryResult } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { copyPayloadOf } from '../../src/db/copy-payload.js';
+import {
+  PreparedRows,
+  rowKey,
+  upsertPreparedRows,
+  type QueryRunner,
+} from '../../src/db/data-loader.js';
+import { SIP_ENDPOINTS, type DataTableSpec } from '../../src/db/table-specs.js';
+
+/** A QueryRunner that keeps the queries it is given and answers each with no rows. */
+function recordingRunner(): { runner: QueryRunner; queries: CompiledQuery[] } {
+  const queries: CompiledQuery[] = [];
+  const runner: QueryRunner = {
+    executeQuery: <R>(query: CompiledQuery) => {
+      queries.push(query);
+      return Promise.resolve({ rows: [] as R[], numAffectedRows: 0n } as QueryResult<R>);
+    },
+  };
+  return { runner, queries };
+}
+
+const spec: DataTableSpec = SIP_ENDPOINTS;
+
+function endpoint(id: string, alias: string): Record<string, unknown> {
+  const row: Record<string, unknown> = Object.fromEntries(spec.columns.map((c) => [c, null]));
+  return { ...row, account_id: 'A', endpoint_id: id, alias, sip_registered: false, raw: { id } };
+}
+
+describe('rowKey', () => {
+  it('joins the key columns with a separator, so ("a","bc") and ("ab","c") differ', () => {
+    expect(rowKey({ x: 'a', y: 'bc' }, ['x', 'y'])).not.toBe(
+      rowKey({ x: 'ab', y: 'c' }, ['x', 'y']),
+    );
+    expect(rowKey({ x: 'a', y: 7 }, ['x', 'y'])).toBe('a\u00017');
+  });
+});
+
+describe('PreparedRows', () => {
+  it('holds COPY lines for the copy loader and the rows for the insert loader', () => {
+    const copy = new PreparedRows(spec, 'copy');
+    const insert = new PreparedRows(spec, 'insert');
+    const row = endpoint('e1', 'tab\there');
+    copy.add(row);
+    insert.add(row);
+    expect(copy.keys).toEqual(['A\u0001e1']);
+    expect(copy.rows).toEqual([]);
+    const fields = copy.lines[0]!.split('\t');
+    expect(fields).toHaveLength(spec.columns.length);
+    expect(fields[spec.columns.indexOf('alias')]).toBe('tab\\there');
+    expect(fields[spec.columns.indexOf('sip_registered')]).toBe('f');
+    expect(fields[spec.columns.indexOf('raw')]).toBe('{"id":"e1"}');
+    expect(insert.rows).toEqual([row]);
+    expect(insert.lines).toEqual([]);
+  });
+
+  it('sends the last row of each key once, in COPY text, one line per row', async () => {
+    const prepared = new PreparedRows(spec, 'copy');
+    for (const row of [endpoint('e1', 'old'), endpoint('e2', 'two'), endpoint('e1', 'new')])
+      prepared.add(row);
+    const { runner, queries } = recordingRunner();
+    const result = await upsertPreparedRows(runner, 'telephony', prepared, '2026-11-21T00:00:00Z');
+    expect(result.upserted).toBe(2);
+    const copies = queries.map((query) => copyPayloadOf(query)).filter((p) => p !== undefined);
+    expect(copies).toHaveLength(1);
+    const aliases = copies[0]!.data
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => line.split('\t')[spec.columns.indexOf('alias')]);
+    expect(aliases).toEqual(['two', 'new']);
+  });
+});

@@ -7,7 +7,6 @@ import { ApiError, readErrorBody } from './api-errors.js';
 import { MalformedBodyError } from './received-json.js';
 import { RequestLimiter } from './request-limiter.js';
 
-export { ARRIVAL_JITTER_ALLOWANCE_MS } from './request-limiter.js';
 import { RequestMeter } from './request-meter.js';
 import {
   computeRetryDelayMs,
@@ -63,6 +62,12 @@ export interface RequestOptions {
 /** Reads a successful body; throw MalformedBodyError when it is not what the operation returns. */
 export type BodyReader<T> = (body: Uint8Array, status: number) => T;
 
+/** A request's path with its query, and the same with any secret in it redacted (for errors). */
+interface RequestTarget {
+  readonly path: string;
+  readonly shownPath: string;
+}
+
 const PAUSED = Symbol('paused');
 
 /**
@@ -111,12 +116,11 @@ export class HttpTransport {
     options: RequestOptions = {},
   ): Promise<T> {
     const meters = options.meter ? [this.meter, options.meter] : [this.meter];
-    const target =
-      spec.query && [...spec.query.keys()].length > 0
-        ? `${spec.path}?${spec.query.toString()}`
-        : spec.path;
+    const path =
+      spec.query && spec.query.size > 0 ? `${spec.path}?${spec.query.toString()}` : spec.path;
     // What errors and logs show of the request: never a secret, even one passed as an identifier.
-    const shownPath = redactSecrets(target, this.#secrets);
+    const shownPath = redactSecrets(path, this.#secrets);
+    const target: RequestTarget = { path, shownPath };
     let attempts = 0;
     const backoff = this.#options.backoff ?? DEFAULT_BACKOFF;
     const random = this.#options.random ?? Math.random;
@@ -168,7 +172,7 @@ export class HttpTransport {
   /** One attempt: waits out a 429 pause, then takes a limiter slot for the exchange itself. */
   async #attempt<T>(
     spec: RequestSpec,
-    target: string,
+    target: RequestTarget,
     read: BodyReader<T>,
     attemptNumber: number,
     meters: readonly RequestMeter[],
@@ -191,7 +195,7 @@ export class HttpTransport {
 
   async #exchange<T>(
     spec: RequestSpec,
-    target: string,
+    target: RequestTarget,
     read: BodyReader<T>,
     attemptNumber: number,
     meters: readonly RequestMeter[],
@@ -206,17 +210,13 @@ export class HttpTransport {
     const failure = (
       details: Omit<ConstructorParameters<typeof ApiError>[0], 'method' | 'path'>,
       cause?: unknown,
-    ) =>
-      new ApiError(
-        { ...details, method: spec.method, path: redactSecrets(target, this.#secrets) },
-        { cause },
-      );
+    ) => new ApiError({ ...details, method: spec.method, path: target.shownPath }, { cause });
 
     let status: number;
     let body: Uint8Array;
     let retryAfterHeader: string | undefined;
     try {
-      const response = await request(`${this.#options.baseUrl}${target}`, {
+      const response = await request(`${this.#options.baseUrl}${target.path}`, {
         method: spec.method,
         dispatcher: this.#agent,
         signal,

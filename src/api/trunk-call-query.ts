@@ -1,9 +1,4 @@
-import {
-  formatFilterMicros,
-  parseDateTimeParts,
-  partsToEpochMicros,
-  type EpochMicros,
-} from '../util/micros.js';
+import { formatFilterMicros, parseEpochMicros, type EpochMicros } from '../util/micros.js';
 
 /**
  * The query of the trunk-call list (spec 4.6): the client encodes it and the simulator parses it
@@ -82,9 +77,7 @@ const END_TIME_FORM = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?$/
  * Undefined when it is not of that form or names a time that does not exist.
  */
 export function parseEndTimeFilter(text: string): EpochMicros | undefined {
-  if (!END_TIME_FORM.test(text)) return undefined;
-  const parts = parseDateTimeParts(text);
-  return parts === undefined ? undefined : partsToEpochMicros(parts);
+  return END_TIME_FORM.test(text) ? parseEpochMicros(text) : undefined;
 }
 
 const INTEGER = /^-?\d+$/;

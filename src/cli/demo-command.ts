@@ -6,7 +6,12 @@ import { TelephonyClient } from '../api/telephony-client.js';
 import type { TelesyncConfig } from '../config/config-types.js';
 import type { Database } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { enqueueLookups } from '../db/repositories/lookup-queue-repository.js';
+import {
+  enqueueLookups,
+  QUEUE_KEY,
+  type LookupQueue,
+} from '../db/repositories/lookup-queue-repository.js';
+import { DATA_TABLES } from '../db/table-specs.js';
 import { startSimulator } from '../simulator/simulator-server.js';
 import type { StreamName } from '../sync/streams.js';
 import { runStream, type SyncResult } from '../sync/sync-runner.js';
@@ -133,15 +138,8 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
 
 /** Tables that hold rows of an account, bookkeeping last (runs are referenced by the others). */
 const ACCOUNT_TABLES = [
-  'trunk_calls',
-  'sip_endpoints',
-  'verified_caller_ids',
-  'messages',
-  'powerpacks',
-  'call_streams',
-  'message_refs',
-  'call_stream_refs',
-  'powerpack_refs',
+  ...DATA_TABLES.map((spec) => spec.table),
+  ...(Object.keys(QUEUE_KEY) as LookupQueue[]),
   'sync_state',
   'sync_windows',
   'rejected_records',

@@ -3,7 +3,7 @@ import { ConfigError } from '../config/config-errors.js';
 import type { TelesyncConfig } from '../config/config-types.js';
 import { CONFIG_DEFAULTS, scheduleVariable } from '../config/load-config.js';
 import { openDatabase } from '../db/connect.js';
-import { listMigrationStatus } from '../db/migrate.js';
+import { pendingMigrations } from '../db/migrate.js';
 import { createHealthCheck, HEALTH_DATABASE_TIMEOUT_MS } from '../scheduler/health-check.js';
 import { findWatermarks, withTimeout } from '../scheduler/health-repository.js';
 import {
@@ -120,9 +120,7 @@ async function runSchedule(
   );
   let stuck = false;
   try {
-    const pending = (await listMigrationStatus(database)).filter(
-      (migration) => migration.executedAt === undefined,
-    );
+    const pending = await pendingMigrations(database);
     if (pending.length > 0) {
       io.err(
         `The schema "${database.schema}" at ${database.location} is not migrated ` +

@@ -1,4 +1,3 @@
-import { ApiError } from '../api/api-errors.js';
 import { HttpTransport } from '../api/transport.js';
 import { TelephonyClient } from '../api/telephony-client.js';
 import { ConfigError } from '../config/config-errors.js';
@@ -6,7 +5,6 @@ import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
 import type { Database } from '../db/connect.js';
 import type { SyncDependencies } from '../sync/sync-runner.js';
 import { createLogger, type Logger } from '../util/logger.js';
-import { redactUrl } from '../util/redact.js';
 import type { CliIo } from './cli-io.js';
 
 /** The secrets of a configuration: never printed, logged or stored. */
@@ -119,10 +117,3 @@ export function syncDependencies(
     secrets: configSecrets(config),
   };
 }
-
-/** Where the service is, for messages (never with credentials). */
-export function describeService(config: TelesyncConfig): string {
-  return redactUrl(config.api.baseUrl);
-}
-
-export { ApiError };

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { listMigrationStatus } from '../db/migrate.js';
+import { pendingMigrations } from '../db/migrate.js';
 import {
   findKnownAccounts,
   findStreamStatus,
@@ -31,9 +31,7 @@ export function registerStatusCommand(program: Command, context: CommandContext)
 async function runStatus(context: CommandContext, json: boolean): Promise<ExitCode> {
   const config = context.config();
   return context.withDatabase('status', async (database) => {
-    const pending = (await listMigrationStatus(database)).filter(
-      (migration) => migration.executedAt === undefined,
-    );
+    const pending = await pendingMigrations(database);
     if (pending.length > 0) {
       context.io.err(
         `The schema "${database.schema}" at ${database.location} is not up to date (${pending.length} migration(s) pending): run telesync migrate.`,
@@ -106,7 +104,7 @@ function statusJson(status: StreamStatus, now: number): Record<string, unknown> 
 }
 
 /** The per-stream table of one account, with warnings below it. Pure: for tests. */
-export function formatStatusTable(statuses: readonly StreamStatus[], now: number): string {
+function formatStatusTable(statuses: readonly StreamStatus[], now: number): string {
   const header = [
     'stream',
     'watermark',

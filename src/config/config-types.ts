@@ -52,6 +52,9 @@ export interface SyncConfig {
   readonly powerpackRefreshHours: number;
 }
 
+/** The value of TELESYNC_SCHEDULE_<STREAM> that leaves a stream out of the schedule. */
+export const SCHEDULE_OFF = 'off';
+
 /** When the scheduler runs each stream, and how it is watched. */
 export interface ScheduleConfig {
   /** Time zone of the cron expressions (TELESYNC_SCHEDULE_TIMEZONE, default UTC). */

@@ -5,12 +5,13 @@ import { IANAZone } from 'luxon';
 import { validate as isValidCron } from 'node-cron';
 import { STREAM_NAMES, type StreamName } from '../sync/streams.js';
 import { ConfigError, type ConfigProblem } from './config-errors.js';
-import type {
-  AccountConfig,
-  LogLevel,
-  ScheduleConfig,
-  SyncConfig,
-  TelesyncConfig,
+import {
+  SCHEDULE_OFF,
+  type AccountConfig,
+  type LogLevel,
+  type ScheduleConfig,
+  type SyncConfig,
+  type TelesyncConfig,
 } from './config-types.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -342,7 +343,7 @@ function readScheduleConfig(reader: EnvReader): ScheduleConfig {
   for (const stream of STREAM_NAMES) {
     const variable = scheduleVariable(stream);
     const cron = reader.string(variable, D.crons[stream]);
-    if (cron !== 'off' && !isValidCron(cron)) {
+    if (cron !== SCHEDULE_OFF && !isValidCron(cron)) {
       reader.problem(
         variable,
         `"${cron}" is not a cron expression such as "${D.crons[stream]}" (minute hour day month weekday), or "off"`,

@@ -18,9 +18,9 @@ export class CopyPayload {
     readonly data: string,
   ) {}
 
-  /** The column list as SQL: `("a", "b")`. */
-  columnList(): string {
-    return `(${this.columns.join(', ')})`;
+  /** The COPY statement reading the data from `source` (`STDIN`, or a file such as PGlite's). */
+  statement(source: string): string {
+    return `COPY ${this.target} (${this.columns.join(', ')}) FROM ${source}`;
   }
 }
 
@@ -32,7 +32,7 @@ export function copyPayloadOf(query: CompiledQuery): CopyPayload | undefined {
 
 /** Builds the query that the drivers turn into a COPY. */
 export function compileCopy(payload: CopyPayload): CompiledQuery {
-  return CompiledQuery.raw(`COPY ${payload.target} ${payload.columnList()} FROM STDIN`, [payload]);
+  return CompiledQuery.raw(payload.statement('STDIN'), [payload]);
 }
 
 /**

@@ -73,6 +73,13 @@ export async function migrateToLatest(
 }
 
 /** Every known migration with the time it was applied, or undefined when pending. */
+/** The migrations not yet applied to the database's schema, oldest first. */
+export async function pendingMigrations(database: Database): Promise<MigrationStatus[]> {
+  return (await listMigrationStatus(database)).filter(
+    (migration) => migration.executedAt === undefined,
+  );
+}
+
 export async function listMigrationStatus(
   database: Database,
   migrations: readonly SchemaMigration[] = MIGRATIONS,

@@ -1,4 +1,4 @@
-import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
+import { daysFromCivil, daysInMonth, formatIsoMicros, type EpochMicros } from '../util/micros.js';
 
 /**
  * Field parsers: one received JSON value in, the value to store or the reason it cannot be stored
@@ -75,7 +75,7 @@ const isWellFormedString = (
 ).isWellFormed;
 
 /** Whether Postgres can store the text (in `text` and in `jsonb`): no U+0000, no lone surrogate. */
-export function isStorableText(text: string): boolean {
+function isStorableText(text: string): boolean {
   return !text.includes('\u0000') && isWellFormedString.call(text);
 }
 
@@ -232,23 +232,6 @@ function twoDigits(text: string, at: number): number {
   return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1;
 }
 
-function isLeapYear(year: number): boolean {
-  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-}
-
-const DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] as const;
-
-/** Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
-function daysFromCivil(year: number, month: number, day: number): number {
-  const y = month <= 2 ? year - 1 : year;
-  const era = Math.floor(y / 400);
-  const yearOfEra = y - era * 400;
-  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
-  const dayOfEra =
-    yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
-  return era * 146_097 + dayOfEra - 719_468;
-}
-
 function timestampFailure(expected: string, text: string, detail?: string): ParseFailure {
   return fail(
     `${expected}; got ${describeValue(text)}${detail === undefined ? '' : ` (${detail})`}`,
@@ -356,7 +339,7 @@ export function parseTimestamp(value: unknown, options?: TimestampOptions): Pars
   }
   if (month < 1 || month > 12)
     return timestampFailure(expected, text, `month ${month} does not exist`);
-  const monthDays = month === 2 && isLeapYear(year) ? 29 : DAYS_IN_MONTH[month]!;
+  const monthDays = daysInMonth(year, month);
   if (day < 1 || day > monthDays) {
     return timestampFailure(expected, text, `day ${day} does not exist in ${text.slice(0, 7)}`);
   }

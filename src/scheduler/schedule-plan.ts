@@ -1,7 +1,5 @@
+import { SCHEDULE_OFF } from '../config/config-types.js';
 import { STREAM_NAMES, type StreamName } from '../sync/streams.js';
-
-/** The value of TELESYNC_SCHEDULE_<STREAM> that leaves a stream out of the schedule. */
-export const SCHEDULE_OFF = 'off';
 
 /** A stream the scheduler runs, and when. */
 export interface ScheduledStream {

@@ -157,6 +157,7 @@ export class AccountDataset {
   private readonly keys: AccountKeys;
   private readonly countRecords: (count: number) => void;
   private readonly packList: readonly Omit<SenderPackWire, 'api_id'>[];
+  private readonly packUuids: readonly string[];
 
   constructor(options: AccountDatasetOptions) {
     this.authId = options.authId;
@@ -186,6 +187,7 @@ export class AccountDataset {
       );
     }
     this.packList = packs;
+    this.packUuids = packs.map((pack) => pack.uuid);
   }
 
   // ---- trunk calls -------------------------------------------------------------------------
@@ -339,7 +341,7 @@ export class AccountDataset {
       authId: this.authId,
       messageUuid: this.messageUuidAt(k),
       nowMicros: this.anchorMicros,
-      packUuids: this.packList.map((pack) => pack.uuid),
+      packUuids: this.packUuids,
       ownNumbers: this.profile.ownNumbers,
       campaignId: this.campaignId,
       requesterIps: this.profile.pbxAddresses,

@@ -109,6 +109,18 @@ export interface MessageSeed {
   requesterIps: readonly string[];
 }
 
+/** Units (segments) of a message and their weights. */
+const MESSAGE_UNITS: readonly (readonly [number, number])[] = [
+  [1, 80],
+  [2, 15],
+  [3, 5],
+];
+
+const AREA_CODES: Readonly<Record<'US' | 'CA', readonly string[]>> = {
+  US: ['415', '212', '646', '305'],
+  CA: ['416', '604'],
+};
+
 /**
  * One delivered outbound SMS. Amounts are exact: total_amount = total_rate × units and
  * carrier_fees = carrier_fees_rate × units. is_domestic is true for a US destination.
@@ -117,16 +129,11 @@ export function generateMessageContent(rng: Rng, seed: MessageSeed): MessageCont
   const country = rng.chance(0.85) ? 'US' : 'CA';
   const [network, mcc, mnc] = rng.pick(NETWORKS[country] ?? []);
   const [rateUnits, feeUnits] = MESSAGE_PRICES[country] ?? [0, 0];
-  const units = rng.pickWeighted([
-    [1, 80],
-    [2, 15],
-    [3, 5],
-  ]);
+  const units = rng.pickWeighted(MESSAGE_UNITS);
   const sentMicros =
     seed.nowMicros - rng.between(60, 30 * 86_400) * MICROS_PER_SECOND - rng.between(0, 999_999);
   const offset = rng.pick(OFFSETS_MINUTES);
-  const areaCode =
-    country === 'US' ? rng.pick(['415', '212', '646', '305']) : rng.pick(['416', '604']);
+  const areaCode = rng.pick(AREA_CODES[country]);
   const sender = rng.pick(seed.ownNumbers);
   return {
     message_uuid: seed.messageUuid,

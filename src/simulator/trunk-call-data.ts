@@ -67,6 +67,20 @@ const INBOUND_RATE_UNITS = 450;
  * the call (Caller, Callee) or Error when the trunk itself ended it; the list filter speaks of the
  * customer's side instead (see hangupSideOf and assumption A29).
  */
+/** STIR/SHAKEN attestation levels and their weights. */
+const ATTESTATIONS: readonly (readonly [string, number])[] = [
+  ['A', 70],
+  ['B', 20],
+  ['C', 10],
+];
+
+/** Audio tracks of recorded streams and their weights. */
+const AUDIO_TRACKS: readonly (readonly [AudioTrack, number])[] = [
+  ['inbound', 60],
+  ['outbound', 15],
+  ['both', 25],
+];
+
 const HANGUPS: readonly (readonly [
   { code: number; name: string; source: RecordHangupSource },
   number,
@@ -168,13 +182,7 @@ export function generateTrunkCallFacts(
 
   // STIR/SHAKEN covers calls from North American numbers only.
   const attested = fromNumber.startsWith('1');
-  const attestation = attested
-    ? rng.pickWeighted<string>([
-        ['A', 70],
-        ['B', 20],
-        ['C', 10],
-      ])
-    : '';
+  const attestation = attested ? rng.pickWeighted(ATTESTATIONS) : '';
   const hangup = rng.pickWeighted(HANGUPS);
 
   return {
@@ -331,11 +339,7 @@ export function generateCompletedCallStreams(
     const startSeconds = Math.min(endSeconds, answerSeconds + rng.between(0, 10));
     const stopSeconds = startSeconds + rng.between(0, endSeconds - startSeconds);
     const duration = stopSeconds - startSeconds;
-    const audioTrack = rng.pickWeighted<AudioTrack>([
-      ['inbound', 60],
-      ['outbound', 15],
-      ['both', 25],
-    ]);
+    const audioTrack = rng.pickWeighted(AUDIO_TRACKS);
     const streamId = rng.uuid();
     const createdMicros = startSeconds * MICROS_PER_SECOND - rng.between(1_000, 900_000);
     streams.push({

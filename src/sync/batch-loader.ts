@@ -44,31 +44,29 @@ class Lane {
 /**
  * Buffers normalised rows and rejected records and writes them in batches, in the background: the
  * caller keeps fetching while batches commit. Rows are buffered prepared for the loader (see
- * PreparedRows), so the row objects themselves are garbage as soon as `add` returns. Rows are spread over lanes by a hash of their key, so
- * the same key always goes to the same lane and two lanes' transactions never touch the same row.
+ * PreparedRows), so the row objects themselves are garbage as soon as `add` returns. Rows are
+ * spread over lanes by a hash of their key, so the same key always goes to the same lane and two
+ * lanes' transactions never touch the same row.
  *
- * `commit` closes a unit of work (a window): it waits for every lane's batches of that unit, then
- * writes lane 0's last rows together with the hook (ledger, watermark) in one transaction, so a
- * window is never marked complete before all its rows are stored.
+ * `queueCommit` closes a unit of work (a window): once every lane's batches of that unit have
+ * committed, lane 0's last rows and the hook (ledger, watermark) are written in one transaction,
+ * so a window is never marked complete before all its rows are stored.
  *
  * Memory stays bounded: `add` waits while more than two batches per lane are buffered or queued.
  */
 export class BatchLoader {
   readonly #lanes: Lane[];
   #failure: unknown;
+  readonly #batchSize: number;
   readonly #maxPendingRows: number;
 
   constructor(
     private readonly context: RunContext,
     private readonly spec: DataTableSpec,
-    private readonly batchSize: number = context.settings.batchSize,
-    lanes: number = LOAD_LANES,
   ) {
-    this.#lanes = Array.from(
-      { length: Math.max(1, lanes) },
-      () => new Lane(spec, context.loadStrategy),
-    );
-    this.#maxPendingRows = batchSize * 2 * this.#lanes.length;
+    this.#lanes = Array.from({ length: LOAD_LANES }, () => new Lane(spec, context.loadStrategy));
+    this.#batchSize = context.settings.batchSize;
+    this.#maxPendingRows = this.#batchSize * 2 * LOAD_LANES;
   }
 
   /** Buffers rows and rejects; starts a lane's batch in the background when it has enough rows. */
@@ -83,7 +81,7 @@ export class BatchLoader {
     for (const reject of rejects) first.rejects.push(reject);
     for (const lane of this.#lanes) {
       // Never rejects: a failure is kept and thrown by the next call.
-      if (lane.rows.length >= this.batchSize) void this.#enqueue(lane, undefined);
+      if (lane.rows.length >= this.#batchSize) void this.#enqueue(lane, undefined);
     }
     while (this.#queuedRows() > this.#maxPendingRows) {
       await Promise.race(this.#lanes.map((lane) => lane.queue));
@@ -93,22 +91,17 @@ export class BatchLoader {
 
   /**
    * Writes everything buffered so far, and `hook` with lane 0's last rows, after every batch
-   * already queued. Resolves when that transaction has committed.
-   */
-  async commit(hook: CommitHook): Promise<void> {
-    this.#throwIfFailed();
-    await this.#enqueueCommit(hook);
-    this.#throwIfFailed();
-  }
-
-  /**
-   * Like `commit`, without waiting: the caller goes on fetching while the batches and the hook are
-   * written. `onCommitted` runs once they are. A failure is kept and thrown by the next `add`,
-   * `commit` or `drain`, so it is never lost.
+   * already queued, without waiting: the caller goes on fetching while they are written.
+   * `onCommitted` runs once that transaction has committed. A failure is kept and thrown by the
+   * next `add`, `queueCommit` or `drain`, so it is never lost.
    */
   queueCommit(hook: CommitHook, onCommitted: () => void): void {
     this.#throwIfFailed();
-    void this.#enqueueCommit(hook).then(() => {
+    const [first, ...others] = this.#lanes;
+    // The other lanes' last batches of this unit go now; lane 0 writes its own last rows and the
+    // hook once they have committed.
+    const othersDone = Promise.all(others.map((lane) => this.#enqueue(lane, undefined)));
+    void this.#enqueue(first!, hook, othersDone).then(() => {
       if (this.#failure === undefined) onCommitted();
     });
   }
@@ -122,16 +115,7 @@ export class BatchLoader {
     this.#throwIfFailed();
   }
 
-  #enqueueCommit(hook: CommitHook): Promise<void> {
-    const [first, ...others] = this.#lanes;
-    // The other lanes' last batches of this unit go now; lane 0 writes its own last rows and the
-    // hook once they have committed.
-    const othersDone = Promise.all(others.map((lane) => this.#enqueue(lane, undefined)));
-    return this.#enqueue(first!, hook, othersDone);
-  }
-
   #laneOf(key: string): Lane {
-    if (this.#lanes.length === 1) return this.#lanes[0]!;
     return this.#lanes[keyHash(key) % this.#lanes.length]!;
   }
 

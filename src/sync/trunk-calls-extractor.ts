@@ -10,6 +10,7 @@ import {
   type LedgerKey,
   type LedgerRow,
   type SlotWindow,
+  type WindowCompletion,
 } from '../db/repositories/sync-windows-repository.js';
 import {
   advanceWatermark,
@@ -24,17 +25,13 @@ import { BatchLoader } from './batch-loader.js';
 import type { RunContext } from './run-context.js';
 import {
   describeWindow,
+  isConsistent,
   readWindow,
   readWindowFully,
   RunStoppedError,
   WindowIncompleteError,
 } from './trunk-window-reader.js';
-import {
-  afterProbe,
-  decideBackfill,
-  decideIncremental,
-  type LedgerEntry,
-} from './window-actions.js';
+import { afterProbe, decideBackfill, decideIncremental } from './window-actions.js';
 import {
   deepRecheckRange,
   planBackfill,
@@ -100,7 +97,6 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
   });
   const planned = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
   const windows = [...dueRecheck, ...planned];
-  const behindWatermark = new Set(dueRecheck);
   context.stats.windowsPlanned = windows.length;
   await planWindows(
     context.database.db,
@@ -121,7 +117,7 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
     // its commit is queued and may run after later windows have been read.
     // A re-check day behind the lookback lies below the watermark: it neither moves it nor, if it
     // fails, holds back the windows after it.
-    const recheckOnlyWindow = behindWatermark.has(window);
+    const recheckOnlyWindow = window.start < plan.from;
     const mayAdvance = contiguous && !recheckOnlyWindow;
     const advance = (trx: Kysely<Tables>) =>
       mayAdvance
@@ -141,21 +137,8 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
         await readAndComplete(context, key, window, loader, advance);
       }
     } catch (error) {
-      if (error instanceof RunStoppedError) {
-        context.stats.stopped = true;
-        await restoreWindowStatus(
-          context.database.db,
-          key,
-          window.slotStart,
-          ledger.get(window.slotStart)?.status ?? 'planned',
-        );
-        break;
-      }
+      if ((await settleWindowError(context, key, window, ledger, error)) === 'stopped') break;
       if (!recheckOnlyWindow) contiguous = false;
-      await recordWindowFailure(context, key, window, error);
-      // A service that fails every request would fail every window the same way, slowly: stop.
-      if (!(error instanceof WindowIncompleteError)) throw error;
-      context.stats.failures.push(error.message);
     }
   }
   await loader.drain();
@@ -228,7 +211,7 @@ export async function backfillTrunkCalls(
       context.stats.stopped = true;
       break;
     }
-    const action = decideBackfill(window, toEntry(ledger.get(window.slotStart)), startedAt);
+    const action = decideBackfill(window, ledger.get(window.slotStart), startedAt);
     if (action.kind === 'skip') {
       context.stats.windowsCompleted++;
       continue;
@@ -236,26 +219,13 @@ export async function backfillTrunkCalls(
     try {
       await readAndComplete(context, key, window, loader, () => Promise.resolve());
     } catch (error) {
-      if (error instanceof RunStoppedError) {
-        context.stats.stopped = true;
-        await restoreWindowStatus(
-          context.database.db,
-          key,
-          window.slotStart,
-          ledger.get(window.slotStart)?.status ?? 'planned',
-        );
-        break;
-      }
-      await recordWindowFailure(context, key, window, error);
-      if (!(error instanceof WindowIncompleteError)) throw error;
-      context.stats.failures.push(error.message);
+      if ((await settleWindowError(context, key, window, ledger, error)) === 'stopped') break;
     }
   }
   await loader.drain();
   if (!context.stats.stopped && context.stats.failures.length === 0) {
-    const { backfill: _finished, ...rest } = (
-      await findSyncState(context.database.db, context.accountId, STREAM)
-    ).cursor;
+    // The stream's lock is held: the cursor is still the one saved above.
+    const { backfill: _finished, ...rest } = state.cursor;
     await saveCursor(context.database.db, context.accountId, STREAM, rest);
   }
   return plan;
@@ -271,17 +241,32 @@ async function readAndComplete(
 ): Promise<void> {
   await markWindowRunning(context.database.db, context.database.schema, key, window, context.runId);
   const read = await readWindowFully(context, window, loader);
-  const readAt = formatIsoMicros(context.now());
-  // Queued, not awaited: the next window is fetched while this one's last batch commits.
+  queueCompletion(context, key, window, loader, advance, {
+    totalCount: read.total,
+    readAt: formatIsoMicros(context.now()),
+  });
+}
+
+/**
+ * Marks `window` complete, with `advance`, in the transaction of its last batch. Queued, not
+ * awaited: the next window is fetched while this one's last batch commits.
+ */
+function queueCompletion(
+  context: RunContext,
+  key: LedgerKey,
+  window: SlotWindow,
+  loader: BatchLoader,
+  advance: (trx: Kysely<Tables>) => Promise<void>,
+  stamp: Pick<WindowCompletion, 'totalCount' | 'readAt' | 'verifiedAt'>,
+): void {
   loader.queueCommit(
     async (trx) => {
       await completeWindow(trx, context.database.schema, key, {
         slotStart: window.slotStart,
         start: window.start,
         end: window.end,
-        totalCount: read.total,
         runId: context.runId,
-        readAt,
+        ...stamp,
       });
       await advance(trx);
     },
@@ -306,36 +291,19 @@ async function probeWindow(
     { end_time: { gte: window.start, lt: window.end } },
     { meter: context.meter },
   );
-  const outcome = afterProbe(window, toEntry(entry)!, total);
+  const outcome = afterProbe(window, entry, total);
   const verifiedAt = formatIsoMicros(context.now());
-  const confirm = (end: EpochMicros) =>
-    loader.queueCommit(
-      async (trx) => {
-        await completeWindow(trx, context.database.schema, key, {
-          slotStart: window.slotStart,
-          start: window.start,
-          end,
-          totalCount: total,
-          runId: context.runId,
-          verifiedAt,
-        });
-        await advance(trx);
-      },
-      () => context.stats.windowsCompleted++,
-    );
+  const confirm = () =>
+    queueCompletion(context, key, window, loader, advance, { totalCount: total, verifiedAt });
   switch (outcome.kind) {
     case 'unchanged':
     case 'extend':
-      confirm(window.end);
+      confirm();
       return;
     case 'read-new-part': {
       const read = await readWindow(context, outcome.part, loader);
-      if (
-        read.totalsAgree &&
-        read.distinct === outcome.expectedNew &&
-        read.total === outcome.expectedNew
-      ) {
-        confirm(window.end);
+      if (isConsistent(read) && read.total === outcome.expectedNew) {
+        confirm();
         return;
       }
       context.log.info(
@@ -353,6 +321,35 @@ async function probeWindow(
       await readAndComplete(context, key, window, loader, advance);
       return;
   }
+}
+
+/**
+ * Handles what a window's read threw. Stopped (Ctrl-C, shutdown): the window's ledger row gets back
+ * the status it had, and the caller stops. A window that did not add up: recorded as failed, and
+ * the caller goes on to the next. Anything else is recorded and thrown: a service that fails every
+ * request would fail every window the same way, slowly.
+ */
+async function settleWindowError(
+  context: RunContext,
+  key: LedgerKey,
+  window: SlotWindow,
+  ledger: ReadonlyMap<EpochMicros, LedgerRow>,
+  error: unknown,
+): Promise<'stopped' | 'failed'> {
+  if (error instanceof RunStoppedError) {
+    context.stats.stopped = true;
+    await restoreWindowStatus(
+      context.database.db,
+      key,
+      window.slotStart,
+      ledger.get(window.slotStart)?.status ?? 'planned',
+    );
+    return 'stopped';
+  }
+  await recordWindowFailure(context, key, window, error);
+  if (!(error instanceof WindowIncompleteError)) throw error;
+  context.stats.failures.push(error.message);
+  return 'failed';
 }
 
 async function recordWindowFailure(
@@ -379,15 +376,4 @@ async function recordWindowFailure(
 /** A planned window with the slot of the UTC grid it belongs to (its ledger row's key). */
 function withSlot(window: TimeWindow, sliceMicros: number): SlotWindow {
   return { slotStart: slotStart(window.start, sliceMicros), start: window.start, end: window.end };
-}
-
-function toEntry(row: LedgerRow | undefined): LedgerEntry | undefined {
-  if (row === undefined) return undefined;
-  return {
-    status: row.status,
-    start: row.start,
-    coveredEnd: row.coveredEnd,
-    totalCount: row.totalCount,
-    readAt: row.readAt,
-  };
 }

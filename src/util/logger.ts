@@ -45,11 +45,6 @@ export function createLogger(options: LoggerOptions): Logger {
   );
 }
 
-/** A logger that drops everything (tests, library use). */
-export function silentLogger(): Logger {
-  return pino({ level: 'silent' });
-}
-
 const LEVEL_LABEL: Readonly<Record<string, string>> = {
   trace: 'TRACE',
   debug: 'DEBUG',

@@ -73,36 +73,38 @@ function parseOffsetMinutes(offset: string): number {
   return sign * (hours * 60 + minutes);
 }
 
-/** Milliseconds of a UTC calendar time. Unlike Date.UTC, years 0–99 stay years 0–99. */
-function utcMillis(
-  year: number,
-  month: number,
-  day: number,
-  hour = 0,
-  minute = 0,
-  second = 0,
-): number {
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, 0);
-  return date.getTime();
+const DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] as const;
+
+/** Days in `month` (1–12) of `year`, in the proleptic Gregorian calendar. */
+export function daysInMonth(year: number, month: number): number {
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return month === 2 && leap ? 29 : DAYS_IN_MONTH[month]!;
 }
 
-function daysInMonth(year: number, month: number): number {
-  return new Date(utcMillis(year, month + 1, 0)).getUTCDate();
+/**
+ * Days from 1970-01-01 to a proleptic Gregorian date, by integer arithmetic (H. Hinnant's
+ * days_from_civil): no Date object per timestamp on the hot path of a backfill.
+ */
+export function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
+  const dayOfEra =
+    yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146_097 + dayOfEra - 719_468;
 }
 
 /** The instant the parts name; parts without an offset are read as UTC. */
-export function partsToEpochMicros(parts: DateTimeParts): EpochMicros {
-  const millis = utcMillis(
-    parts.year,
-    parts.month,
-    parts.day,
-    parts.hour,
-    parts.minute,
-    parts.second,
+function partsToEpochMicros(parts: DateTimeParts): EpochMicros {
+  const seconds =
+    daysFromCivil(parts.year, parts.month, parts.day) * 86_400 +
+    parts.hour * 3_600 +
+    parts.minute * 60 +
+    parts.second;
+  return (
+    seconds * MICROS_PER_SECOND + parts.micros - (parts.offsetMinutes ?? 0) * MICROS_PER_MINUTE
   );
-  return millis * 1000 + parts.micros - (parts.offsetMinutes ?? 0) * MICROS_PER_MINUTE;
 }
 
 /** Parses a date-time text to epoch microseconds; undefined when it does not fit. */

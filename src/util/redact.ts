@@ -29,5 +29,3 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   }
   return out;
 }
-
-export { REDACTED };

@@ -138,9 +138,7 @@ class PgConnection implements DatabaseConnection {
     try {
       const payload = copyPayloadOf(query);
       if (payload !== undefined) {
-        const copy = this.client.query(
-          copyFrom(`COPY ${payload.target} ${payload.columnList()} FROM STDIN`),
-        );
+        const copy = this.client.query(copyFrom(payload.statement('STDIN')));
         await pipeline(Readable.from([Buffer.from(payload.data, 'utf8')]), copy);
         return { rows: [], numAffectedRows: BigInt(copy.rowCount) };
       }

@@ -152,11 +152,9 @@ class PGliteConnection implements DatabaseConnection {
   private async run<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const payload = copyPayloadOf(query);
     if (payload !== undefined) {
-      const result = await this.pglite.query(
-        `COPY ${payload.target} ${payload.columnList()} FROM '/dev/blob'`,
-        [],
-        { blob: new Blob([payload.data]) },
-      );
+      const result = await this.pglite.query(payload.statement("'/dev/blob'"), [], {
+        blob: new Blob([payload.data]),
+      });
       return { rows: [], numAffectedRows: BigInt(result.affectedRows ?? 0) };
     }
     const result = await this.pglite.query<R>(query.sql, [...query.parameters]);

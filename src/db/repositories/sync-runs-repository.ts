@@ -23,23 +23,33 @@ export interface RunOutcome extends RunCounts {
   gapEnd: string | null;
 }
 
+/** Who a run is: its account and stream, and the command and process that ran it. */
+export interface RunOrigin {
+  accountId: string;
+  stream: string;
+  command: string;
+  pid: number;
+  host: string;
+}
+
 /** Opens the sync_runs row of a run; returns its id. */
-export async function insertRun(
-  db: Kysely<Tables>,
-  run: { accountId: string; stream: string; command: string; pid: number; host: string },
-): Promise<number> {
+export async function insertRun(db: Kysely<Tables>, run: RunOrigin): Promise<number> {
   const row = await db
     .insertInto('sync_runs')
-    .values({
-      account_id: run.accountId,
-      stream: run.stream,
-      command: run.command,
-      pid: run.pid,
-      host: run.host,
-    })
+    .values(originColumns(run))
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;
+}
+
+function originColumns(run: RunOrigin) {
+  return {
+    account_id: run.accountId,
+    stream: run.stream,
+    command: run.command,
+    pid: run.pid,
+    host: run.host,
+  };
 }
 
 /**
@@ -72,23 +82,12 @@ export async function closeAbandonedRuns(
  */
 export async function insertSkippedRun(
   db: Kysely<Tables>,
-  run: {
-    accountId: string;
-    stream: string;
-    command: string;
-    pid: number;
-    host: string;
-    reason: string;
-  },
+  run: RunOrigin & { reason: string },
 ): Promise<number> {
   const row = await db
     .insertInto('sync_runs')
     .values({
-      account_id: run.accountId,
-      stream: run.stream,
-      command: run.command,
-      pid: run.pid,
-      host: run.host,
+      ...originColumns(run),
       status: 'skipped',
       finished_at: new Date().toISOString(),
       error: run.reason,

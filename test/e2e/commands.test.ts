@@ -210,6 +210,26 @@ describe('lookup', () => {
     expect(result.stdout).toMatch(/^powerpacks +MA_E2E_CLI {2}succeeded: 1 fetched/m);
     expect(result.stdout).toContain(`${known}  fetched`);
     expect(result.stdout).toContain(`${unknown}  not_found: the service has no message ${unknown}`);
+    const stored = await database.inspect(async ({ db }) => ({
+      refs: await db
+        .selectFrom('message_refs')
+        .select(['message_uuid', 'status'])
+        .where('message_uuid', 'in', [known, unknown])
+        .orderBy('status')
+        .execute(),
+      messages: await db
+        .selectFrom('messages')
+        .select(['message_uuid', 'powerpack_id'])
+        .where('message_uuid', 'in', [known, unknown])
+        .execute(),
+      packs: await db.selectFrom('powerpacks').select('uuid').execute(),
+    }));
+    expect(stored.refs).toEqual([
+      { message_uuid: known, status: 'fetched' },
+      { message_uuid: unknown, status: 'not_found' },
+    ]);
+    expect(stored.messages.map((row) => row.message_uuid)).toEqual([known]);
+    expect(stored.packs.map((row) => row.uuid)).toEqual([stored.messages[0]!.powerpack_id]);
   });
 
   it('streams: fetches the stream records of a call', async () => {
@@ -217,6 +237,11 @@ describe('lookup', () => {
     const result = await runTelesync(['lookup', 'streams', call], env);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`${call}  fetched`);
+    const streams = await database.inspect(({ db }) =>
+      db.selectFrom('call_streams').select(['call_uuid', 'stream_id']).execute(),
+    );
+    expect(streams.length).toBeGreaterThan(0);
+    expect(streams.every((row) => row.call_uuid === call)).toBe(true);
   });
 
   it('refuses what is not a UUID (exit 2)', async () => {

@@ -1,37 +1,22 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/connect.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
 import { createCliDatabase, type CliDatabase } from '../support/test-database.js';
-import { runTelesync, TELESYNC_BIN } from '../support/run-telesync.js';
+import { runTelesync, startTelesync } from '../support/run-telesync.js';
 
 const ACCOUNT = { authId: 'MA_E2E_CRASH', authToken: 'tok_e2e_crash_secret' };
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KILLS = 10;
 
 /** Starts `telesync` and SIGKILLs it after `afterMs`; resolves with how it ended. */
-function runAndKill(
+async function runAndKill(
   args: string[],
   env: Record<string, string>,
   afterMs: number,
 ): Promise<{ killed: boolean; code: number | null }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TELESYNC_BIN, ...args], {
-      cwd: mkdtempSync(join(tmpdir(), 'telesync-crash-')),
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: 'ignore',
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), afterMs);
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ killed: signal === 'SIGKILL', code });
-    });
-  });
+  const { code, signal } = await startTelesync(args, env, { timeoutMs: afterMs }).exited;
+  return { killed: signal === 'SIGKILL', code };
 }
 
 /** Every stored call, every column but the sync's own timestamps, raw included, in key order. */
@@ -136,22 +121,12 @@ describe('a backfill killed at random moments and resumed', () => {
     const stopped = createCliDatabase();
     try {
       expect((await runTelesync(['migrate'], envFor(stopped))).code).toBe(0);
-      const child = spawn(process.execPath, [TELESYNC_BIN, ...args, '--json'], {
-        cwd: mkdtempSync(join(tmpdir(), 'telesync-sigint-')),
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...envFor(stopped) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-      const exited = new Promise<number | null>((resolve) =>
-        child.on('exit', (code) => resolve(code)),
-      );
+      const child = startTelesync([...args, '--json'], envFor(stopped));
       // Once a few windows are done (progress lines come every few seconds), interrupt.
       await new Promise((resolve) => setTimeout(resolve, 3500));
       child.kill('SIGINT');
-      expect(await exited, stderr).toBe(1);
+      const { code, stdout, stderr } = await child.exited;
+      expect(code, stderr).toBe(1);
       expect(stderr).toContain(
         'stopping after the batch in hand; run the same command again to resume',
       );

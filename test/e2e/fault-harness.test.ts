@@ -1,12 +1,8 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { createServer, connect, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
 import { recordFaultFigures } from '../support/fault-report.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 import {
   startHostileService,
   trunkCallJson,
@@ -14,7 +10,7 @@ import {
 } from '../support/hostile-service.js';
 import { canonicalDecimal, oracleCalls, sumDecimals } from '../support/simulator-oracle.js';
 import { createCliDatabase, harnessTarget, type CliDatabase } from '../support/test-database.js';
-import { runTelesync, TELESYNC_BIN, type CommandResult } from '../support/run-telesync.js';
+import { runTelesync, startTelesync, type CommandResult } from '../support/run-telesync.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const ACCOUNT = { authId: 'MA_E2E_FAULTS', authToken: 'tok_fault_harness_7e3a91' };
@@ -305,44 +301,6 @@ describe('a faulty service', () => {
   });
 });
 
-/** A TCP proxy to PostgreSQL that can cut every connection and refuse new ones. */
-async function startCuttableProxy(target: { host: string; port: number }) {
-  const sockets = new Set<Socket>();
-  let refusing = false;
-  const server: Server = createServer((client) => {
-    if (refusing) {
-      client.destroy();
-      return;
-    }
-    const upstream = connect(target.port, target.host);
-    sockets.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return {
-    port,
-    cut() {
-      refusing = true;
-      for (const socket of sockets) socket.destroy();
-      sockets.clear();
-    },
-    heal() {
-      refusing = false;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 const target = harnessTarget();
 
 describe.skipIf(target.kind !== 'postgres')(
@@ -365,10 +323,7 @@ describe.skipIf(target.kind !== 'postgres')(
 
     it('fails the run cleanly when the connection is cut mid-run, shows nothing half-written as complete, and the next run completes', async () => {
       const url = new URL(database.env.DATABASE_URL!);
-      const proxy = await startCuttableProxy({
-        host: url.hostname,
-        port: Number(url.port || 5432),
-      });
+      const proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
       const proxied = new URL(url);
       proxied.hostname = '127.0.0.1';
       proxied.port = String(proxy.port);
@@ -377,31 +332,16 @@ describe.skipIf(target.kind !== 'postgres')(
         TELESYNC_MAX_RPS: '150',
       });
 
-      const child = spawn(
-        process.execPath,
-        [TELESYNC_BIN, 'backfill', '--from', from, '--to', to, '--json'],
-        {
-          cwd: mkdtempSync(join(tmpdir(), 'telesync-dbcut-')),
-          env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-      const exited = new Promise<number | null>((resolve) =>
-        child.on('exit', (code) => resolve(code)),
-      );
+      // SIGKILLed if it has not ended a minute after the cut: a hung run fails the test.
+      const child = startTelesync(['backfill', '--from', from, '--to', to, '--json'], env, {
+        timeoutMs: 62_500,
+      });
       // Let it store a few windows, then cut the database away from under it.
       await new Promise((resolve) => setTimeout(resolve, 2500));
-      proxy.cut();
-      const code = await Promise.race([
-        exited,
-        new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 60_000)),
-      ]);
-      if (code === 'hung') child.kill('SIGKILL');
-      await proxy.close();
+      // Stops accepting and cuts every connection: the database is gone for the rest of the run.
+      const cut = proxy.stop();
+      const { code, stdout, stderr } = await child.exited;
+      await cut;
       expect(code, `stdout: ${stdout}\nstderr: ${stderr}`).toBe(1);
       expect(stdout + stderr).toMatch(/terminat|connection|ECONNRESET|Connection/i);
       expect(stdout + stderr).not.toContain(ACCOUNT.authToken);
@@ -429,7 +369,8 @@ describe.skipIf(target.kind !== 'postgres')(
       });
       const complete = windows.filter((window) => window.status === 'complete');
       expect(complete.length).toBeGreaterThan(0);
-      expect(complete.length).toBeLessThan(windows.length + 1);
+      // MAX_RPS 150 keeps the run longer than the 2.5 s before the cut: some windows never finish.
+      expect(complete.length).toBeLessThan(windows.length);
       for (const window of complete) {
         expect(window.actual, window.start).toBe(window.rows_stored);
         expect(window.actual, window.start).toBe(

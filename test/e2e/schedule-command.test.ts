@@ -6,14 +6,14 @@ import type { HealthReport } from '../../src/scheduler/health.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
 import { STREAM_NAMES, type StreamName } from '../../src/sync/streams.js';
 import { parsePrometheusText, sumOf, type MetricSample } from '../support/prometheus-text.js';
-import { runTelesync, type CommandResult } from '../support/run-telesync.js';
-import { startTcpProxy } from '../support/tcp-proxy.js';
 import {
-  freePort,
+  runTelesync,
   startTelesync,
-  waitFor,
+  type CommandResult,
   type TelesyncProcess,
-} from '../support/telesync-process.js';
+} from '../support/run-telesync.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
+import { freePort, waitFor } from '../support/telesync-process.js';
 import { createCliDatabase, harnessTarget, type CliDatabase } from '../support/test-database.js';
 
 const ACCOUNTS = {

@@ -126,9 +126,11 @@ describe('snapshots of endpoints and caller IDs', () => {
         .execute(),
     );
     for (const row of survivors.slice(0, 30)) {
-      await fetch(`${sim.url}/__admin/endpoints/${ACCOUNT.authId}/${row.endpoint_id}`, {
-        method: 'DELETE',
-      });
+      const removed = await fetch(
+        `${sim.url}/__admin/endpoints/${ACCOUNT.authId}/${row.endpoint_id}`,
+        { method: 'DELETE' },
+      );
+      expect(removed.ok).toBe(true);
     }
     const result = await runTelesync(['sync', 'endpoints', '--json'], env);
     expect(result.code).toBe(1);
@@ -248,11 +250,12 @@ describe('lookups', () => {
         .select(['call_uuid', 'stream_id', 'billed_amount', 'end_time'])
         .execute(),
     );
+    expect(calls).toHaveLength(2);
     expect(new Set(streams.map((stream) => stream.call_uuid))).toEqual(new Set(calls));
     expect(streams.every((stream) => /^\d+\.\d+$/.test(stream.billed_amount ?? ''))).toBe(true);
     const refs = await database.inspect(({ db }) =>
-      db.selectFrom('call_stream_refs').select('status').execute(),
+      db.selectFrom('call_stream_refs').select('status').where('call_uuid', 'in', calls).execute(),
     );
-    expect(refs.every((ref) => ref.status === 'fetched')).toBe(true);
+    expect(refs).toEqual(calls.map(() => ({ status: 'fetched' })));
   });
 });

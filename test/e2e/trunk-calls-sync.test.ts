@@ -306,7 +306,37 @@ describe('a faulty service', () => {
 
     const next = await runTelesync(['sync', 'trunk_calls', '--json'], { ...env, ...fastRetries });
     expect(next.code, next.stderr).toBe(0);
-    expect(lastJson(next.stdout).status).toBe('succeeded');
+    const outcome = lastJson(next.stdout);
+    expect(outcome.status).toBe('succeeded');
+    // It did the work the failed run could not: its span holds exactly the service's calls, and
+    // the watermark has moved on from where it stood.
+    const span = await database.inspect(({ db }) =>
+      db
+        .selectFrom('sync_runs')
+        .select(['window_start', 'window_end'])
+        .where('id', '=', Number(outcome.run_id))
+        .executeTakeFirstOrThrow(),
+    );
+    const from = span.window_start!;
+    const to = span.window_end!;
+    const stored = await storedCalls(database, from, to);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.map((row) => row.call_uuid)).toEqual(
+      oracleCalls(sim, Date.parse(from), Date.parse(to))
+        .map((call) => call.call_uuid)
+        .sort(),
+    );
+    const watermarkNext = await database.inspect(({ db }) =>
+      db
+        .selectFrom('sync_state')
+        .select('watermark')
+        .where('stream', '=', 'trunk_calls')
+        .executeTakeFirstOrThrow(),
+    );
+    expect(Date.parse(watermarkNext.watermark!)).toBeGreaterThanOrEqual(
+      Date.parse(watermarkBefore.watermark!),
+    );
+    expect(Date.parse(watermarkNext.watermark!)).toBe(Date.parse(to));
   });
 });
 

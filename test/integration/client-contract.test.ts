@@ -1051,11 +1051,7 @@ describe('4.6 trunk call list: filters', () => {
     });
 
     it('lists only calls of exactly that many seconds with a bare bill_duration', async () => {
-      const matched = await expectFilter(
-        { bill_duration: { eq: b } },
-        (c) => c.bill_duration === b,
-      );
-      expect(matched.every((call) => call.bill_duration === b)).toBe(true);
+      await expectFilter({ bill_duration: { eq: b } }, (c) => c.bill_duration === b);
     });
     it('lists only longer calls with bill_duration__gt', async () => {
       await expectFilter({ bill_duration: { gt: b } }, (c) => c.bill_duration > b);

@@ -236,5 +236,17 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
       return [first.written, second.written];
     });
     expect(written).toEqual([1, 1]);
+    const rows = await handle.database.db
+      .selectFrom('trunk_calls')
+      .select(['call_uuid', 'raw'])
+      .where('call_uuid', 'in', ['e1', 'e2'])
+      .orderBy('call_uuid')
+      .execute();
+    expect(
+      rows.map((row) => [row.call_uuid, (row.raw as { call_uuid: string }).call_uuid]),
+    ).toEqual([
+      ['e1', 'e1'],
+      ['e2', 'e2'],
+    ]);
   });
 });

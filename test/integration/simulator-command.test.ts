@@ -1,48 +1,22 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runTelesync, TELESYNC_BIN } from '../support/run-telesync.js';
+import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
 
 // `telesync simulate` as users run it: a real process that prints how to connect, serves until
 // SIGTERM, and exits 0; bad flags exit 2 naming the accepted form.
 
-interface Started {
-  child: ChildProcessWithoutNullStreams;
-  output: string;
-  exited: Promise<{ code: number | null; stdout: string }>;
-}
-
 /** Starts `telesync simulate …` and resolves once it has printed its connection details. */
-function startCommand(args: string[], env: Record<string, string> = {}): Promise<Started> {
-  const child = spawn(process.execPath, [TELESYNC_BIN, 'simulate', ...args], {
-    cwd: mkdtempSync(join(tmpdir(), 'telesync-sim-')),
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-  });
-  let stdout = '';
-  let stderr = '';
-  const exited = new Promise<{ code: number | null; stdout: string }>((resolve) => {
-    child.on('close', (code) => resolve({ code, stdout }));
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`simulate did not start: ${stdout}${stderr}`));
-    }, 30_000);
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-      if (stdout.includes('Stop with Ctrl+C.')) {
-        clearTimeout(timer);
-        resolve({ child, output: stdout, exited });
-      }
-    });
-    child.on('close', () => {
-      clearTimeout(timer);
-      reject(new Error(`simulate exited early: ${stdout}${stderr}`));
-    });
-  });
+async function startCommand(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<TelesyncProcess> {
+  const child = startTelesync(['simulate', ...args], env);
+  try {
+    await child.waitForStdout(/Stop with Ctrl\+C\./);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return child;
 }
 
 function exportedVariables(output: string): Record<string, string> {
@@ -60,12 +34,14 @@ function exportedVariables(output: string): Record<string, string> {
 describe('telesync simulate', () => {
   it('prints generated credentials and examples, serves the API, and stops on SIGTERM with 0', async () => {
     const started = await startCommand(['--port', '0', '--calls', '5000', '--seed', 'cli']);
-    const variables = exportedVariables(started.output);
+    const variables = exportedVariables(started.stdout());
     expect(variables.TELESYNC_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(variables.TELESYNC_AUTH_ID).toMatch(/^MA[A-Z0-9]{18}$/);
     expect(variables.TELESYNC_AUTH_TOKEN).toMatch(/^[A-Z0-9]{40}$/);
-    expect(started.output).toMatch(/Example message UUIDs: [0-9a-f-]{36}/);
-    expect(started.output).toMatch(/Live call UUIDs \(streams can start on these\): [0-9a-f-]{36}/);
+    expect(started.stdout()).toMatch(/Example message UUIDs: [0-9a-f-]{36}/);
+    expect(started.stdout()).toMatch(
+      /Live call UUIDs \(streams can start on these\): [0-9a-f-]{36}/,
+    );
 
     const authorization = `Basic ${Buffer.from(`${variables.TELESYNC_AUTH_ID}:${variables.TELESYNC_AUTH_TOKEN}`).toString('base64')}`;
     const response = await fetch(
@@ -77,7 +53,7 @@ describe('telesync simulate', () => {
     expect(body.objects).toHaveLength(5);
     expect(body.meta.total_count).toBeGreaterThan(300);
 
-    started.child.kill('SIGTERM');
+    started.kill('SIGTERM');
     const exit = await started.exited;
     expect(exit.code).toBe(0);
     expect(exit.stdout).toMatch(/telesync simulator stopped\./);
@@ -89,18 +65,18 @@ describe('telesync simulate', () => {
       TELESYNC_AUTH_TOKEN: 'secret-from-env-123',
     });
     try {
-      expect(started.output).not.toContain('secret-from-env-123');
-      expect(started.output).toMatch(
+      expect(started.stdout()).not.toContain('secret-from-env-123');
+      expect(started.stdout()).toMatch(
         /Account MAFROMENVIRONMENT01 \(credentials from TELESYNC_AUTH_ID/,
       );
-      const base = exportedVariables(started.output).TELESYNC_BASE_URL!;
+      const base = exportedVariables(started.stdout()).TELESYNC_BASE_URL!;
       const authorization = `Basic ${Buffer.from('MAFROMENVIRONMENT01:secret-from-env-123').toString('base64')}`;
       const response = await fetch(`${base}/v1/Account/MAFROMENVIRONMENT01/Endpoint/?limit=1`, {
         headers: { authorization },
       });
       expect(response.status).toBe(200);
     } finally {
-      started.child.kill('SIGINT');
+      started.kill('SIGINT');
       expect((await started.exited).code).toBe(0);
     }
   });

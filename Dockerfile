@@ -16,6 +16,9 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# `telesync` on the PATH, as after `npm install`: `docker compose exec telesync telesync status`.
+RUN printf '#!/bin/sh\nexec node /app/dist/src/cli/entry.js "$@"\n' > /usr/local/bin/telesync \
+ && chmod 755 /usr/local/bin/telesync
 USER node
-ENTRYPOINT ["node", "dist/src/cli/entry.js"]
+ENTRYPOINT ["telesync"]
 CMD ["--help"]

@@ -1,4 +1,4 @@
-import { DEFAULT_DATASET_SIZES } from '../src/simulator/dataset.js';
+import { DEFAULT_DATASET_SIZES } from '../src/simulator/data/dataset.js';
 import type { LoadStrategy } from '../src/db/data-loader.js';
 import type {
   LoaderChoiceInput,
@@ -26,7 +26,7 @@ import { runWorkerProcess } from './support/worker-protocol.js';
  * The product should keep the faster; this records the figures and says whether it does.
  */
 
-/** What the sync engine uses when nothing says otherwise (src/sync/sync-runner.ts). */
+/** What the sync engine uses when nothing says otherwise (src/sync/run-stream.ts). */
 const PRODUCT_STRATEGY: LoadStrategy = 'copy';
 const STRATEGIES: readonly LoadStrategy[] = ['copy', 'insert'];
 

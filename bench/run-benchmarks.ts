@@ -2,6 +2,7 @@ import { runBackfillThroughput } from './backfill-throughput.js';
 import { runFaultHarness } from './fault-harness.js';
 import { runIncrementalCost } from './incremental-cost.js';
 import { runLoaderChoice } from './loader-choice.js';
+import { runMultiAccount } from './multi-account.js';
 import { runNaiveSync } from './naive-sync.js';
 import { runThrottled } from './throttled.js';
 import type { BenchContext } from './support/bench-context.js';
@@ -36,6 +37,7 @@ const BENCHMARKS: Readonly<
   'incremental-cost': runIncrementalCost,
   'loader-choice': runLoaderChoice,
   'fault-harness': runFaultHarness,
+  'multi-account': runMultiAccount,
 };
 
 const TITLES: Readonly<Record<BenchmarkName, string>> = {
@@ -45,6 +47,7 @@ const TITLES: Readonly<Record<BenchmarkName, string>> = {
   'incremental-cost': '4. Incremental cost',
   'loader-choice': '5. Loader choice',
   'fault-harness': '6. Fault harness',
+  'multi-account': '7. Accounts side by side',
 };
 
 async function main(): Promise<number> {

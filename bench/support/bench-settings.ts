@@ -46,6 +46,13 @@ export interface BenchSettings {
   readonly faultHarness: boolean;
   /** Measure a copy of the code taken at the start, not the working tree as it changes. */
   readonly snapshot: boolean;
+  /** The multi-account benchmark: accounts and calls per account of its two scenarios. */
+  readonly multiAccount: {
+    readonly accounts: number;
+    readonly callsPerAccount: number;
+    readonly wideAccounts: number;
+    readonly wideCallsPerAccount: number;
+  };
   /** Only write the summary again from the results file. */
   readonly summaryOnly: boolean;
 }
@@ -163,5 +170,9 @@ export function parseBenchSettings(
     snapshot: values['no-snapshot'] !== true,
     faultHarness,
     summaryOnly: values['summary-only'] === true,
+    // Full: about 17 s of one account's budget each; quick: a few hundred calls, start-up dominates.
+    multiAccount: quick
+      ? { accounts: 10, callsPerAccount: 400, wideAccounts: 5, wideCallsPerAccount: 400 }
+      : { accounts: 10, callsPerAccount: 20_000, wideAccounts: 50, wideCallsPerAccount: 10_000 },
   };
 }

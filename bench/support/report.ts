@@ -10,6 +10,7 @@ export const BENCHMARK_NAMES = [
   'incremental-cost',
   'loader-choice',
   'fault-harness',
+  'multi-account',
 ] as const;
 export type BenchmarkName = (typeof BENCHMARK_NAMES)[number];
 
@@ -112,7 +113,8 @@ export function formatMeasured(target: TargetCheck): string {
   const { measured, unit } = target;
   if (measured === null) return '—';
   if (unit === 'ratio') return formatPercent(measured);
-  if (unit === '×') return `${formatDecimal(measured, 1)}×`;
+  // Two decimals under 10×: a 1.25× target must not read as 1.3×.
+  if (unit === '×') return `${formatDecimal(measured, measured < 10 ? 2 : 1)}×`;
   if (unit === 'MB') return `${formatDecimal(measured, 0)} MB`;
   if (unit === 'rows/s') return `${formatInteger(measured)} rows/s`;
   return `${formatDecimal(measured, measured % 1 === 0 ? 0 : 2)} ${unit}`;

@@ -76,7 +76,7 @@ export class SimulatorOracle {
 
   /** The anchor (clock at startup) of the reconstructed simulator. */
   get anchorMicros(): number {
-    return this.#simulator.anchorMicros;
+    return this.#simulator.state.anchorMicros;
   }
 
   /** Calls whose end_time lies in [fromMicros, toMicros), as the service counts them. */

@@ -19,6 +19,8 @@ export interface SimulatorProcessOptions {
   readonly calls: number;
   readonly days?: number;
   readonly account: BenchAccount;
+  /** More accounts the simulator serves beside `account` (each with its own data and budget). */
+  readonly extraAccounts?: readonly BenchAccount[];
   /** e.g. "300/5s": the service's published limit. */
   readonly rateLimit?: string;
   /** Flags for node itself, e.g. --cpu-prof. */
@@ -33,6 +35,8 @@ export interface SimulatorStats {
   faults: Record<string, number>;
   rateLimited: number;
   recordsGenerated: number;
+  /** Per account: requests, the most in any 5 s (sliding), the most in flight. */
+  accounts?: Record<string, { requests: number; maxPerWindow: number; maxInFlight: number }>;
 }
 
 /** What GET /__admin/dataset answers (the parts the benchmarks read). */
@@ -100,6 +104,10 @@ export class SimulatorProcess {
       options.account.authId,
       '--auth-token',
       options.account.authToken,
+      ...(options.extraAccounts ?? []).flatMap((account) => [
+        '--account',
+        `${account.authId}:${account.authToken}`,
+      ]),
       ...(options.days !== undefined ? ['--days', String(options.days)] : []),
       ...(options.rateLimit !== undefined ? ['--rate-limit', options.rateLimit] : []),
     ];

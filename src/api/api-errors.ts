@@ -14,6 +14,8 @@ export type ApiFailureKind =
   | 'timeout'
   /** An answer arrived but its body is not a valid response (truncated, not JSON). */
   | 'malformed'
+  /** The answer's body passed the transport's size cap; the rest was not read. */
+  | 'too_large'
   /** The caller cancelled (shutdown). */
   | 'aborted';
 
@@ -101,7 +103,11 @@ function describeApiFailure(details: ApiErrorDetails): string {
       const status = details.status ?? 0;
       const advice =
         STATUS_ADVICE[status] ??
-        (status >= 500 ? 'the service had an internal problem' : 'unexpected answer');
+        (status >= 500
+          ? 'the service had an internal problem'
+          : status >= 300 && status < 400
+            ? 'redirected'
+            : 'unexpected answer');
       what = `${status} ${advice}`;
       break;
     }
@@ -114,17 +120,32 @@ function describeApiFailure(details: ApiErrorDetails): string {
     case 'malformed':
       what = 'the answer is not a valid response (truncated or not JSON)';
       break;
+    case 'too_large':
+      what = 'the answer is too large to be a response of the service';
+      break;
     case 'aborted':
       what = 'cancelled';
       break;
   }
-  const service = details.serviceMessage ? `: ${details.serviceMessage}` : '';
+  const service = details.serviceMessage
+    ? `: ${withoutRepeatedLead(details.serviceMessage, what)}`
+    : '';
   const apiId = details.apiId ? ` [api_id ${details.apiId}]` : '';
   const attempts =
     details.attempts !== undefined && details.attempts > 1
       ? ` after ${details.attempts} attempts`
       : '';
   return `${request} failed${attempts}: ${what}${service}${apiId}`;
+}
+
+/**
+ * The service's message without a lead that `what` already says ("authentication failed: …"
+ * after "401 authentication failed: check …"), so an error never says the same thing twice.
+ */
+function withoutRepeatedLead(serviceMessage: string, what: string): string {
+  const lead = /^([^:]+):\s*(.+)$/.exec(serviceMessage);
+  if (lead === null) return serviceMessage;
+  return what.toLowerCase().includes(lead[1]!.trim().toLowerCase()) ? lead[2]! : serviceMessage;
 }
 
 /**

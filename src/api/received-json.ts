@@ -42,6 +42,14 @@ export class MalformedBodyError extends Error {
   override name = 'MalformedBodyError';
 }
 
+/**
+ * Deepest nesting a record may have, the record itself being level 1. Real records nest three
+ * levels (a pack's number_priority[].priority). PostgreSQL's jsonb refuses values nested a few
+ * thousand levels deep, and a refused value fails its whole batch on every run; so a deeper record
+ * is quarantined here, like any unreadable record, and the rest of its page lands.
+ */
+export const RECORD_MAX_DEPTH = 64;
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
@@ -92,13 +100,14 @@ class ByteWalker {
   }
 
   /**
-   * The index just past the value that starts at `at`, and for an object the number of keys at
-   * its top level (colons at depth one, outside strings).
+   * The index just past the value that starts at `at`, for an object the number of keys at its
+   * top level (colons at depth one, outside strings), and how deeply the value nests (0 for a
+   * scalar, 1 for a flat object or array).
    */
-  endOfValue(at: number): { end: number; topLevelKeys: number } {
+  endOfValue(at: number): { end: number; topLevelKeys: number; depth: number } {
     const bytes = this.bytes;
     const first = bytes[at];
-    if (first === QUOTE) return { end: this.endOfString(at), topLevelKeys: 0 };
+    if (first === QUOTE) return { end: this.endOfString(at), topLevelKeys: 0, depth: 0 };
     if (first !== OPEN_BRACE && first !== OPEN_BRACKET) {
       let i = at;
       while (i < bytes.length) {
@@ -108,9 +117,10 @@ class ByteWalker {
         i++;
       }
       if (i === at) throw new MalformedBodyError(`a value is missing at byte ${at}`);
-      return { end: i, topLevelKeys: 0 };
+      return { end: i, topLevelKeys: 0, depth: 0 };
     }
     let depth = 0;
+    let maxDepth = 0;
     let keys = 0;
     let i = at;
     while (i < bytes.length) {
@@ -119,10 +129,17 @@ class ByteWalker {
         i = this.endOfString(i);
         continue;
       }
-      if (byte === OPEN_BRACE || byte === OPEN_BRACKET) depth++;
-      else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
+      if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+        if (++depth > maxDepth) maxDepth = depth;
+      } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
         depth--;
-        if (depth === 0) return { end: i + 1, topLevelKeys: first === OPEN_BRACE ? keys : 0 };
+        if (depth === 0) {
+          return {
+            end: i + 1,
+            topLevelKeys: first === OPEN_BRACE ? keys : 0,
+            depth: maxDepth,
+          };
+        }
       } else if (byte === COLON && depth === 1) keys++;
       i++;
     }
@@ -167,10 +184,12 @@ function readRecord(
   start: number,
   end: number,
   topLevelKeys: number,
+  depth: number,
 ): ReceivedRecord {
   // A view, not a copy: most records are dropped once normalised. One kept for quarantine holds
   // its page's body until it is stored (rejected-records-repository copies the bytes then).
   const bytes = walker.slice(start, end);
+  if (depth > RECORD_MAX_DEPTH) return { bytes, value: undefined, problem: depthProblem(depth) };
   let text: string;
   try {
     text = decodeStrict(bytes);
@@ -196,6 +215,10 @@ function readRecord(
   return { bytes, text, value, duplicateKeys: collectDuplicates(new ByteWalker(bytes)) };
 }
 
+function depthProblem(depth: number): string {
+  return `the record nests ${depth} levels deep; at most ${RECORD_MAX_DEPTH} are accepted (PostgreSQL's jsonb cannot store much deeper values)`;
+}
+
 function collectDuplicates(walker: ByteWalker): Record<string, unknown[]> {
   const valuesByKey = new Map<string, unknown[]>();
   walker.members(walker.skipWhitespace(0), (key, start, end) => {
@@ -213,11 +236,11 @@ export function parseRecordBody(body: Uint8Array): ReceivedRecord {
   const walker = new ByteWalker(body);
   const start = walker.skipWhitespace(0);
   if (start >= walker.length) throw new MalformedBodyError('the body is empty');
-  const { end, topLevelKeys } = walker.endOfValue(start);
+  const { end, topLevelKeys, depth } = walker.endOfValue(start);
   if (walker.skipWhitespace(end) !== walker.length) {
     throw new MalformedBodyError(`unexpected bytes after the record at byte ${end}`);
   }
-  return readRecord(walker, start, end, topLevelKeys);
+  return readRecord(walker, start, end, topLevelKeys, depth);
 }
 
 /** Reads a list response: `api_id`, `meta` and each element of `objects` as its own record. */
@@ -247,7 +270,7 @@ export function parseListBody(body: Uint8Array): ReceivedList {
     meta,
     records:
       wholeBodyRecords(body, spans) ??
-      spans.map((span) => readRecord(walker, span.start, span.end, span.keys)),
+      spans.map((span) => readRecord(walker, span.start, span.end, span.keys, span.depth)),
   };
 }
 
@@ -256,6 +279,7 @@ interface RecordSpan {
   start: number;
   end: number;
   keys: number;
+  depth: number;
 }
 
 /**
@@ -282,6 +306,10 @@ function wholeBodyRecords(
     const span = spans[index]!;
     const value: unknown = objects[index];
     const bytes = body.subarray(span.start, span.end);
+    if (span.depth > RECORD_MAX_DEPTH) {
+      records[index] = { bytes, value: undefined, problem: depthProblem(span.depth) };
+      continue;
+    }
     const recordText = text.slice(span.start, span.end);
     if (
       value !== null &&
@@ -318,8 +346,8 @@ function recordSpans(walker: ByteWalker, at: number): RecordSpan[] {
   let i = walker.skipWhitespace(at + 1);
   if (walker.byteAt(i) === CLOSE_BRACKET) return spans;
   for (;;) {
-    const { end, topLevelKeys } = walker.endOfValue(i);
-    spans.push({ start: i, end, keys: topLevelKeys });
+    const { end, topLevelKeys, depth } = walker.endOfValue(i);
+    spans.push({ start: i, end, keys: topLevelKeys, depth });
     i = walker.skipWhitespace(end);
     const next = walker.byteAt(i);
     if (next === COMMA) i = walker.skipWhitespace(i + 1);
@@ -339,17 +367,54 @@ function parseMeta(value: unknown): ListMetaWire {
     }
     return n;
   };
+  // The real service writes "no page" as null, as "" (A45), or leaves the key out.
   const reference = (key: string): string | null => {
     const ref = meta[key];
-    if (ref === null || ref === undefined) return null;
+    if (ref === null || ref === undefined || ref === '') return null;
     if (typeof ref !== 'string') throw new MalformedBodyError(`meta.${key} is not text or null`);
     return ref;
   };
   return {
     limit: integer('limit'),
     offset: integer('offset'),
-    total_count: integer('total_count'),
+    // The stream list of the real service counts with `count` instead (A45).
+    total_count:
+      meta.total_count === undefined && meta.count !== undefined
+        ? integer('count')
+        : integer('total_count'),
     next: reference('next'),
     previous: reference('previous'),
+  };
+}
+
+/**
+ * Reads an answer that is either a list envelope or the one record itself: the real service
+ * answers `GET …/VerifiedCallerId/{phone_number}` with the caller ID as a single object (A9),
+ * where the spec shows a list. A single record becomes a list of one (offset 0, no next page), so
+ * callers handle both alike; an empty body or a non-object is malformed.
+ */
+export function parseListOrRecordBody(body: Uint8Array): ReceivedList {
+  const walker = new ByteWalker(body);
+  const start = walker.skipWhitespace(0);
+  if (start >= walker.length) throw new MalformedBodyError('the body is empty');
+  if (walker.byteAt(start) !== OPEN_BRACE) {
+    throw new MalformedBodyError('the response is not a JSON object');
+  }
+  let isList = false;
+  walker.members(start, (key) => {
+    if (key === 'objects' || key === 'meta') isList = true;
+  });
+  if (isList) return parseListBody(body);
+  const record = parseRecordBody(body);
+  const apiId =
+    record.value !== null &&
+    typeof record.value === 'object' &&
+    typeof (record.value as { api_id?: unknown }).api_id === 'string'
+      ? (record.value as { api_id: string }).api_id
+      : undefined;
+  return {
+    apiId,
+    meta: { limit: 1, offset: 0, total_count: 1, next: null, previous: null },
+    records: [record],
   };
 }

@@ -1,6 +1,9 @@
+import { clampTimerMs } from '../util/sleep.js';
+
 /**
  * Limits requests to the service: at most `maxConcurrent` in flight, and starts spaced so that no
- * one-second window holds more than `maxPerSecond` of them. First come, first served.
+ * window of `windowSeconds` holds more than `maxPerSecond × windowSeconds` of them (no second more
+ * than `maxPerSecond`, by default). First come, first served.
  *
  * Why not bottleneck: its local datastore yields a macrotask (setTimeout 0) in each of its
  * serialised bookkeeping steps, which caps it near 430 jobs/s on our 2-core machines whatever its
@@ -10,9 +13,11 @@
  * The guarantee. Each start is given a slot: the later of (the previous slot + spacing) and
  * (now − catch-up), and may start once its slot has come. Slots are at least `spacing` apart and a
  * start lags its slot by at most the catch-up, so the starts in any window of length W have slots in
- * a window of length W + catch-up. With spacing = (1000 + allowance) / maxPerSecond, a second holds
- * at most ceil((1000 + catch-up) / (1000 + allowance) × maxPerSecond) ≤ maxPerSecond starts; what the
- * catch-up leaves of the allowance absorbs the lag of arrivals behind starts (see below).
+ * a window of length W + catch-up. With N = maxPerSecond × windowSeconds and W = windowSeconds, and
+ * spacing = (W + allowance) / N, a window W holds at most ceil((W + catch-up) / (W + allowance) × N)
+ * ≤ N starts; what the catch-up leaves of the allowance absorbs the lag of arrivals behind starts
+ * (see below). The allowance is the same whatever the window, so a service that counts over 5 s
+ * (300 per 5 s) can be read at 99.7% of its rate where a one-second window gives 98.5%.
  *
  * The catch-up exists because timers are late: one asked for 3.4 ms fires after 4 or 5, and without
  * it every later slot would move back by that much (300/s would become 250/s). Below a millisecond
@@ -20,10 +25,11 @@
  */
 
 /**
- * Starts are spaced so that `maxPerSecond` of them span this much more than a second. The service
+ * Starts are spaced so that a window's worth of them span this much more than the window. The service
  * counts arrivals, not starts, and an arrival can lag its start by a few milliseconds (a new
  * connection, scheduling): with exact 1000/N spacing, a late first request and a prompt N+1-th fall
- * in one second about half the time. The allowance absorbs that lag at a cost of 1.5% of the rate.
+ * in one second about half the time. The allowance absorbs that lag at a cost of 1.5% of the rate
+ * over a one-second window, 0.3% over five seconds.
  */
 export const ARRIVAL_JITTER_ALLOWANCE_MS = 15;
 
@@ -36,6 +42,11 @@ const CATCH_UP_MS = 5;
 
 export interface RequestLimiterOptions {
   maxPerSecond: number;
+  /**
+   * The window the service counts requests over, in seconds (default 1): at most
+   * maxPerSecond × windowSeconds starts in any such window.
+   */
+  windowSeconds?: number;
   maxConcurrent: number;
   /** Monotonic milliseconds; performance.now unless a test pins it. */
   now?: () => number;
@@ -66,17 +77,21 @@ export class RequestLimiter {
   #timerArmed = false;
 
   constructor(options: RequestLimiterOptions) {
-    if (!(options.maxPerSecond > 0) || !(options.maxConcurrent >= 1)) {
-      throw new RangeError('a request limiter needs maxPerSecond > 0 and maxConcurrent >= 1');
+    const windowSeconds = options.windowSeconds ?? 1;
+    if (!(options.maxPerSecond > 0) || !(options.maxConcurrent >= 1) || !(windowSeconds >= 1)) {
+      throw new RangeError(
+        'a request limiter needs maxPerSecond > 0, maxConcurrent >= 1 and windowSeconds >= 1',
+      );
     }
-    this.spacingMs = (1000 + ARRIVAL_JITTER_ALLOWANCE_MS) / options.maxPerSecond;
+    this.spacingMs =
+      (windowSeconds * 1000 + ARRIVAL_JITTER_ALLOWANCE_MS) / (options.maxPerSecond * windowSeconds);
     this.#catchUpMs = CATCH_UP_MS;
     this.#maxConcurrent = Math.floor(options.maxConcurrent);
     this.#now = options.now ?? (() => performance.now());
     this.#setTimer =
       options.setTimer ??
       ((run, ms) => {
-        setTimeout(run, ms);
+        setTimeout(run, clampTimerMs(ms));
       });
   }
 

@@ -16,6 +16,21 @@ export interface BackoffPolicy {
 export const DEFAULT_BACKOFF: BackoffPolicy = { baseDelayMs: 500, maxDelayMs: 20_000 };
 
 /**
+ * Longest Retry-After telesync honours, in seconds (a transport option overrides it). A service
+ * (or a proxy) asking for an hour would otherwise hold a run, and its stop signal, for that hour;
+ * past this the request is retried after the cap, and the retry event says so.
+ */
+export const RETRY_AFTER_MAX_SECONDS = 120;
+
+/** What the service asked (seconds), capped at `maxSeconds`; undefined stays undefined. */
+export function capRetryAfter(
+  askedSeconds: number | undefined,
+  maxSeconds: number,
+): number | undefined {
+  return askedSeconds === undefined ? undefined : Math.min(askedSeconds, maxSeconds);
+}
+
+/**
  * The delay before retry number `retryNumber` (1 for the first retry).
  * @param random a number in [0, 1), e.g. Math.random()
  * @param retryAfterSeconds what the service asked for, when it did
@@ -42,6 +57,8 @@ export function computeRetryDelayMs(
 export function parseRetryAfter(header: string | undefined, nowMs: number): number | undefined {
   if (header === undefined) return undefined;
   const text = header.trim();
+  // Digits beyond what a number holds exactly are still a long wait: Number gives a huge value,
+  // which capRetryAfter bounds.
   if (/^\d+$/.test(text)) return Number(text);
   // An HTTP date names a weekday and a month; Date.parse alone would accept "-1" as a year.
   if (!/^[A-Za-z]{3}, /.test(text)) return undefined;

@@ -2,6 +2,7 @@ import { ApiError } from './api-errors.js';
 import {
   MalformedBodyError,
   parseListBody,
+  parseListOrRecordBody,
   parseRecordBody,
   type ReceivedList,
   type ReceivedRecord,
@@ -16,7 +17,7 @@ import {
   TRUNK_PAGE_LIMIT_MAX,
   type TrunkCallFilters,
 } from './trunk-call-query.js';
-import type { HttpTransport, RequestOptions } from './transport.js';
+import { RequestStoppedError, type HttpTransport, type RequestOptions } from './transport.js';
 import type { StartStreamResponseWire } from './wire-types.js';
 
 /** Stream-start parameters that break the rules of 4.5; nothing was sent. */
@@ -27,6 +28,98 @@ export class StreamRulesError extends Error {
       `cannot start the stream: ${violations.map((violation) => violation.message).join('; ')}`,
     );
   }
+}
+
+/** How a listing is paged (iterateTrunkCalls, and the lists that follow meta.next). */
+export interface PagingOptions extends RequestOptions {
+  /** Pages requested at once after the first; 1 (the default) reads them in offset order. */
+  readonly pageConcurrency?: number;
+  /**
+   * Most pages one listing may take, whatever the service says (total_count, meta.next);
+   * MAX_PAGES_PER_LISTING unless given. A listing that needs more fails with PageLimitError.
+   */
+  readonly maxPages?: number;
+}
+
+/** Pages one listing may take unless PagingOptions.maxPages says otherwise (a million calls). */
+export const MAX_PAGES_PER_LISTING = 50_000;
+
+/**
+ * What the service says about a listing cannot be true for one listing (a total_count of 2^53−1, a
+ * meta.next that never ends): nothing more was requested.
+ */
+export class PageLimitError extends Error {
+  override name = 'PageLimitError';
+  constructor(
+    readonly listPath: string,
+    readonly detail: string,
+  ) {
+    super(
+      `${listPath}: ${detail}; not read further (TELESYNC_MAX_PAGES_PER_WINDOW bounds a listing)`,
+    );
+  }
+}
+
+/** A listing was stopped on request (stopSignal) before its last page was fetched. */
+export class PagingStoppedError extends Error {
+  override name = 'PagingStoppedError';
+  constructor() {
+    super('stopped on request before the last page was fetched');
+  }
+}
+
+/** What an identifier names, for InvalidIdentifierError. */
+export type IdentifierKind = 'message_uuid' | 'powerpack_uuid' | 'call_uuid' | 'phone_number';
+
+/**
+ * An identifier that cannot go into a request path (`.`, `..`, a slash, anything that is not the
+ * form the service uses): nothing was sent. Identifiers come from queue tables other systems fill,
+ * so one such value must never become a request to another path.
+ */
+export class InvalidIdentifierError extends Error {
+  override name = 'InvalidIdentifierError';
+  constructor(
+    readonly kind: IdentifierKind,
+    readonly value: string,
+  ) {
+    super(
+      `not a valid ${kind}: ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)} (${IDENTIFIER_FORMS[kind]}); nothing was sent`,
+    );
+  }
+}
+
+/**
+ * A `meta.next` that names a page outside the list being read (another account, another resource,
+ * another host): not followed, since the request would carry this account's credentials there.
+ */
+export class ForeignNextPageError extends Error {
+  override name = 'ForeignNextPageError';
+  constructor(
+    readonly listPath: string,
+    readonly next: string,
+  ) {
+    super(
+      `meta.next ${JSON.stringify(next.length > 200 ? `${next.slice(0, 200)}…` : next)} is not a page of ${listPath}; not followed (only this account's own list is read with its credentials)`,
+    );
+  }
+}
+
+const UUID_FORM = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** E.164 with or without its plus sign, as the service writes caller IDs and their URIs. */
+const PHONE_NUMBER_FORM = /^\+?[0-9]{1,20}$/;
+
+const IDENTIFIER_FORMS: Readonly<Record<IdentifierKind, string>> = {
+  message_uuid: 'expected a UUID such as 5b40a428-bfc7-4daf-9d06-726c558bf3b8',
+  powerpack_uuid: 'expected a UUID such as 5ec4c8c9-cd74-42b5-9e41-0d7670d6bb46',
+  call_uuid: 'expected a UUID such as 4f045f7a-b04a-4364-8523-74e6072f4f72',
+  phone_number: 'expected an E.164 number of digits, with or without a leading +',
+};
+
+/** The identifier, checked to be of its form before it goes into a path; throws otherwise. */
+export function checkIdentifier(kind: IdentifierKind, value: string): string {
+  const form = kind === 'phone_number' ? PHONE_NUMBER_FORM : UUID_FORM;
+  if (typeof value !== 'string' || !form.test(value)) throw new InvalidIdentifierError(kind, value);
+  return value;
 }
 
 /** Paging of the lists that take limit and offset. */
@@ -69,12 +162,12 @@ export class TelephonyClient {
   }
 
   /** 4.1: every page of SIP endpoints, following meta.next. */
-  iterateEndpoints(options?: RequestOptions): AsyncGenerator<ReceivedList> {
-    return this.#followNext(this.listEndpoints({}, options), options);
+  iterateEndpoints(options?: PagingOptions): AsyncGenerator<ReceivedList> {
+    return this.#followNext(`${this.#account}/Endpoint/`, this.listEndpoints({}, options), options);
   }
 
   /** 4.2: one page of verified caller IDs. */
-  listVerifiedCallerIds(
+  async listVerifiedCallerIds(
     filters: VerifiedCallerIdFilters = {},
     options?: RequestOptions,
   ): Promise<ReceivedList> {
@@ -82,27 +175,40 @@ export class TelephonyClient {
     if (filters.alias !== undefined) query.set('alias', filters.alias);
     if (filters.subaccount !== undefined) query.set('subaccount', filters.subaccount);
     if (filters.country !== undefined) query.set('country', filters.country);
-    const segment =
-      filters.phoneNumber !== undefined ? `${encodeURIComponent(filters.phoneNumber)}` : '';
-    return this.#getList(`${this.#account}/VerifiedCallerId/${segment}`, query, options);
+    if (filters.phoneNumber === undefined) {
+      return this.#getList(`${this.#account}/VerifiedCallerId/`, query, options);
+    }
+    // The real service answers one number with the caller ID itself, not a list (A9).
+    const number = encodeURIComponent(checkIdentifier('phone_number', filters.phoneNumber));
+    return this.transport.request(
+      { method: 'GET', path: `${this.#account}/VerifiedCallerId/${number}`, query },
+      parseListOrRecordBody,
+      options,
+    );
   }
 
   /** 4.2: every page of verified caller IDs, following meta.next. */
   iterateVerifiedCallerIds(
     filters: Omit<VerifiedCallerIdFilters, 'offset'> = {},
-    options?: RequestOptions,
+    options?: PagingOptions,
   ): AsyncGenerator<ReceivedList> {
-    return this.#followNext(this.listVerifiedCallerIds(filters, options), options);
+    const path =
+      filters.phoneNumber === undefined
+        ? `${this.#account}/VerifiedCallerId/`
+        : `${this.#account}/VerifiedCallerId/${encodeURIComponent(filters.phoneNumber)}`;
+    return this.#followNext(path, this.listVerifiedCallerIds(filters, options), options);
   }
 
   /** 4.3: one message detail record. A 404 throws ApiError (see isNotFound). */
-  getMessage(messageUuid: string, options?: RequestOptions): Promise<ReceivedRecord> {
-    return this.#getRecord(`${this.#account}/Message/${encodeURIComponent(messageUuid)}/`, options);
+  async getMessage(messageUuid: string, options?: RequestOptions): Promise<ReceivedRecord> {
+    const uuid = checkIdentifier('message_uuid', messageUuid);
+    return this.#getRecord(`${this.#account}/Message/${uuid}/`, options);
   }
 
   /** 4.4: one sender pack. A 404 throws ApiError (see isNotFound). */
-  getPowerpack(packUuid: string, options?: RequestOptions): Promise<ReceivedRecord> {
-    return this.#getRecord(`${this.#account}/Powerpack/${encodeURIComponent(packUuid)}/`, options);
+  async getPowerpack(packUuid: string, options?: RequestOptions): Promise<ReceivedRecord> {
+    const uuid = checkIdentifier('powerpack_uuid', packUuid);
+    return this.#getRecord(`${this.#account}/Powerpack/${uuid}/`, options);
   }
 
   /**
@@ -114,12 +220,13 @@ export class TelephonyClient {
     params: StartStreamParams,
     options?: RequestOptions,
   ): Promise<StartStreamResponseWire> {
+    const uuid = checkIdentifier('call_uuid', callUuid);
     const checked = checkStartStreamParams(params as unknown as Record<string, unknown>);
     if (!checked.ok) throw new StreamRulesError(checked.violations);
     return this.transport.request(
       {
         method: 'POST',
-        path: `${this.#account}/Call/${encodeURIComponent(callUuid)}/Stream/`,
+        path: `${this.#account}/Call/${uuid}/Stream/`,
         body: checked.params,
       },
       readStartStreamResponse,
@@ -128,21 +235,23 @@ export class TelephonyClient {
   }
 
   /** 4.5 (assumption A8): one page of the stream records of a call. */
-  listCallStreams(
+  async listCallStreams(
     callUuid: string,
     page: PageRequest = {},
     options?: RequestOptions,
   ): Promise<ReceivedList> {
-    return this.#getList(
-      `${this.#account}/Call/${encodeURIComponent(callUuid)}/Stream/`,
-      pageQuery(page),
-      options,
-    );
+    const uuid = checkIdentifier('call_uuid', callUuid);
+    return this.#getList(`${this.#account}/Call/${uuid}/Stream/`, pageQuery(page), options);
   }
 
   /** Every page of the stream records of a call, following meta.next. */
-  iterateCallStreams(callUuid: string, options?: RequestOptions): AsyncGenerator<ReceivedList> {
-    return this.#followNext(this.listCallStreams(callUuid, {}, options), options);
+  iterateCallStreams(callUuid: string, options?: PagingOptions): AsyncGenerator<ReceivedList> {
+    const uuid = checkIdentifier('call_uuid', callUuid);
+    return this.#followNext(
+      `${this.#account}/Call/${uuid}/Stream/`,
+      this.listCallStreams(uuid, {}, options),
+      options,
+    );
   }
 
   /** 4.6: one page of completed trunk call records matching `filters`. */
@@ -163,22 +272,91 @@ export class TelephonyClient {
   }
 
   /**
-   * 4.6: every page of the calls matching `filters`, one after the other, by offset (20 a page).
-   * Callers that want pages concurrently use listTrunkCalls with their own offsets.
+   * 4.6: every page of the calls matching `filters`, by offset (20 a page). The first page gives
+   * total_count; the other offsets are then requested together, at most `pageConcurrency` in
+   * flight (the transport's limiter still decides when each goes out), and each page is yielded as
+   * it arrives: in offset order only with the default concurrency of 1. A failed page stops new
+   * requests; the pages already in flight are still yielded, then its error is thrown. Likewise
+   * `stopSignal`, checked between pages, never cancels a request in flight: the pages in flight are
+   * yielded, then PagingStoppedError is thrown, so no caller takes part of a listing for all of it.
    */
   async *iterateTrunkCalls(
     filters: Omit<TrunkCallFilters, 'limit' | 'offset'>,
-    options?: RequestOptions,
+    options: PagingOptions = {},
   ): AsyncGenerator<ReceivedList> {
-    for (let offset = 0; ; offset += TRUNK_PAGE_LIMIT_MAX) {
-      const page = await this.listTrunkCalls(
-        { ...filters, limit: TRUNK_PAGE_LIMIT_MAX, offset },
-        options,
+    const {
+      pageConcurrency: wanted = 1,
+      maxPages = MAX_PAGES_PER_LISTING,
+      ...requestOptions
+    } = options;
+    const { stopSignal } = requestOptions;
+    const pageConcurrency = Math.max(1, wanted);
+    const stopRequested = (): boolean => stopSignal?.aborted === true;
+    const list = (offset: number): Promise<ReceivedList> =>
+      this.listTrunkCalls({ ...filters, limit: TRUNK_PAGE_LIMIT_MAX, offset }, requestOptions);
+
+    if (stopRequested()) throw new PagingStoppedError();
+    const first = await stoppedAsPaging(list(0), stopSignal);
+    const total = first.meta.total_count;
+    // Offsets are made one at a time below, never as a list; the count is still bounded before
+    // any, so a total_count of 2^53−1 fails here instead of paging for ever.
+    const pagesNeeded = Math.ceil(total / TRUNK_PAGE_LIMIT_MAX);
+    if (!Number.isSafeInteger(total) || total < 0 || pagesNeeded > maxPages) {
+      throw new PageLimitError(
+        `${this.#account}/Trunk/Call/`,
+        `total_count ${total} would take ${pagesNeeded} pages of ${TRUNK_PAGE_LIMIT_MAX}, more than the ${maxPages} allowed for one window`,
       );
-      yield page;
-      if (page.records.length === 0 || offset + page.records.length >= page.meta.total_count)
-        return;
     }
+    yield first;
+
+    // Pages requested and not yet yielded (in flight, or arrived and waiting) stay within the
+    // limit, so a slow consumer holds at most `pageConcurrency` pages.
+    let nextOffset = TRUNK_PAGE_LIMIT_MAX;
+    let inFlight = 0;
+    const arrived: ({ page: ReceivedList } | { error: unknown })[] = [];
+    let failure: { error: unknown } | undefined;
+    let wake: (() => void) | undefined;
+    const settle = (arrival: { page: ReceivedList } | { error: unknown }): void => {
+      inFlight--;
+      arrived.push(arrival);
+      wake?.();
+    };
+    const launch = (): void => {
+      while (
+        failure === undefined &&
+        nextOffset < total &&
+        inFlight + arrived.length < pageConcurrency &&
+        !stopRequested()
+      ) {
+        inFlight++;
+        list(nextOffset).then(
+          (page) => settle({ page }),
+          (error: unknown) => settle({ error }),
+        );
+        nextOffset += TRUNK_PAGE_LIMIT_MAX;
+      }
+    };
+
+    launch();
+    while (inFlight > 0 || arrived.length > 0) {
+      if (arrived.length === 0) {
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+      const arrival = arrived.shift()!;
+      if ('error' in arrival) {
+        failure ??= arrival;
+        continue;
+      }
+      // The next request goes out before the consumer takes this page, as a worker would send it.
+      launch();
+      yield arrival.page;
+    }
+    if (failure !== undefined) {
+      if (failure.error instanceof RequestStoppedError) throw new PagingStoppedError();
+      throw failure.error;
+    }
+    if (nextOffset < total) throw new PagingStoppedError();
   }
 
   #getList(path: string, query: URLSearchParams, options?: RequestOptions): Promise<ReceivedList> {
@@ -189,28 +367,103 @@ export class TelephonyClient {
     return this.transport.request({ method: 'GET', path }, parseRecordBody, options);
   }
 
-  /** Yields the first page, then each page meta.next names, until it is null. */
+  /**
+   * Yields the first page, then each page meta.next names, until it is null. Only a next page of
+   * the same list (`listPath`, this account's) is followed: anything else throws
+   * ForeignNextPageError before a request is made.
+   */
   async *#followNext(
+    listPath: string,
     first: Promise<ReceivedList>,
-    options?: RequestOptions,
+    options: PagingOptions = {},
   ): AsyncGenerator<ReceivedList> {
-    let page = await first;
+    const {
+      pageConcurrency: _sequential,
+      maxPages = MAX_PAGES_PER_LISTING,
+      ...requestOptions
+    } = options;
+    const { stopSignal } = requestOptions;
+    let page = await stoppedAsPaging(first, stopSignal);
     const seen = new Set<string>();
+    let pages = 1;
+    let records = 0;
     for (;;) {
       yield page;
+      records += page.records.length;
       const next = page.meta.next;
       if (next === null || next === '') return;
       // A service that pointed back at a page already read would otherwise loop for ever.
       if (seen.has(next)) throw new MalformedBodyError(`meta.next repeats ${next}`);
+      // One that always points at a new page is bounded by its own count, then by the hard cap.
+      const total = page.meta.total_count;
+      if (Number.isSafeInteger(total) && records >= total) {
+        throw new PageLimitError(
+          listPath,
+          `meta.next still names a page after ${records} records of the total_count of ${total}`,
+        );
+      }
+      if (pages >= maxPages) {
+        throw new PageLimitError(
+          listPath,
+          `meta.next still names a page after ${pages} pages, the most allowed for one listing`,
+        );
+      }
+      if (stopSignal?.aborted === true) throw new PagingStoppedError();
       seen.add(next);
-      const url = new URL(next, 'http://service.invalid');
-      page = await this.transport.request(
-        { method: 'GET', path: url.pathname, query: url.searchParams },
-        parseListBody,
-        options,
+      const url = nextPageUrl(listPath, next);
+      page = await stoppedAsPaging(
+        this.transport.request(
+          { method: 'GET', path: url.pathname, query: url.searchParams },
+          parseListBody,
+          requestOptions,
+        ),
+        stopSignal,
       );
+      pages++;
     }
   }
+}
+
+/** A request given up because the stop signal came while it waited: the listing was stopped. */
+async function stoppedAsPaging<T>(request: Promise<T>, stopSignal?: AbortSignal): Promise<T> {
+  try {
+    return await request;
+  } catch (error) {
+    if (error instanceof RequestStoppedError || (stopSignal?.aborted === true && isAborted(error)))
+      throw new PagingStoppedError();
+    throw error;
+  }
+}
+
+function isAborted(error: unknown): boolean {
+  return error instanceof ApiError && error.kind === 'aborted';
+}
+
+/** Stands in for the service's origin when resolving a `meta.next` (assumption A6: a path). */
+const SERVICE_ORIGIN = 'http://service.invalid';
+
+/**
+ * The URL `next` names, when it is a page of the list at `listPath`: same origin (a relative
+ * reference), and the same path once resolved (`..` and encoded dots included) up to a trailing
+ * slash. Throws ForeignNextPageError otherwise.
+ */
+function nextPageUrl(listPath: string, next: string): URL {
+  let url: URL;
+  try {
+    url = new URL(next, `${SERVICE_ORIGIN}${listPath}`);
+  } catch {
+    throw new ForeignNextPageError(listPath, next);
+  }
+  const trimmed = (path: string): string => (path.endsWith('/') ? path.slice(0, -1) : path);
+  if (
+    url.origin !== SERVICE_ORIGIN ||
+    url.username !== '' ||
+    url.password !== '' ||
+    trimmed(url.pathname) !== trimmed(listPath)
+  ) {
+    throw new ForeignNextPageError(listPath, next);
+  }
+  return url;
 }
 
 function pageQuery(page: PageRequest): URLSearchParams {

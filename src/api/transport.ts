@@ -1,7 +1,7 @@
 import pRetry from 'p-retry';
 import { Agent, request, type Dispatcher } from 'undici';
 import { redactSecrets } from '../util/redact.js';
-import { sleep } from '../util/sleep.js';
+import { clampTimerMs, sleep } from '../util/sleep.js';
 import { TELESYNC_VERSION } from '../version.js';
 import { ApiError, readErrorBody } from './api-errors.js';
 import { MalformedBodyError } from './received-json.js';
@@ -9,19 +9,30 @@ import { RequestLimiter } from './request-limiter.js';
 
 import { RequestMeter } from './request-meter.js';
 import {
+  capRetryAfter,
   computeRetryDelayMs,
   DEFAULT_BACKOFF,
   parseRetryAfter,
+  RETRY_AFTER_MAX_SECONDS,
   type BackoffPolicy,
 } from './retry-policy.js';
+
+/**
+ * Largest response body read, in bytes, unless a transport option says otherwise. A page of 20
+ * records is a few tens of kilobytes; a body past this is not a page (a 300 MB body once took
+ * 2.25 GB of memory), so reading stops there and the request fails.
+ */
+export const RESPONSE_MAX_BYTES = 32 * 1024 * 1024;
 
 export interface TransportOptions {
   /** Base address without a trailing slash, e.g. `https://api.plivo.com`. */
   baseUrl: string;
   authId: string;
   authToken: string;
-  /** Requests started per second, at most. */
+  /** Requests started per second, at most (over rateWindowSeconds). */
   maxRps: number;
+  /** The window the service counts requests over, in seconds (default 1). */
+  rateWindowSeconds?: number;
   /** Requests in flight at once, at most. */
   concurrency: number;
   /** Time allowed for one exchange, headers and body. */
@@ -31,6 +42,10 @@ export interface TransportOptions {
   backoff?: BackoffPolicy;
   /** Source of jitter; Math.random unless a test pins it. */
   random?: () => number;
+  /** Longest Retry-After honoured, in seconds; RETRY_AFTER_MAX_SECONDS (120) by default. */
+  retryAfterMaxSeconds?: number;
+  /** Largest response body read, in bytes; RESPONSE_MAX_BYTES (32 MiB) by default. */
+  maxBodyBytes?: number;
   /** Told of every retry before its wait (for logs). */
   onRetry?: (event: RetryEvent) => void;
 }
@@ -42,6 +57,11 @@ export interface RetryEvent {
   retryNumber: number;
   delayMs: number;
   error: ApiError;
+  /**
+   * Set on the first retry of this transport whose Retry-After was over the cap, to say (once)
+   * that the service asked for longer than telesync waits.
+   */
+  note?: string;
 }
 
 export interface RequestSpec {
@@ -54,7 +74,13 @@ export interface RequestSpec {
 }
 
 export interface RequestOptions {
+  /** Aborts the request, in flight included. */
   signal?: AbortSignal;
+  /**
+   * Once aborted, the request gives up any wait (its turn in the limiter, a 429 pause, the pause
+   * before a retry) with RequestStoppedError; an exchange already in flight is never cancelled.
+   */
+  stopSignal?: AbortSignal;
   /** Also counts this request's cost (besides the transport's lifetime meter). */
   meter?: RequestMeter;
 }
@@ -66,6 +92,17 @@ export type BodyReader<T> = (body: Uint8Array, status: number) => T;
 interface RequestTarget {
   readonly path: string;
   readonly shownPath: string;
+}
+
+/** The stop signal came while a request waited (RequestOptions.stopSignal); it was not sent again. */
+export class RequestStoppedError extends Error {
+  override name = 'RequestStoppedError';
+  constructor(
+    readonly method: string,
+    readonly path: string,
+  ) {
+    super(`${method} ${path}: stopped on request while waiting to be sent`);
+  }
 }
 
 const PAUSED = Symbol('paused');
@@ -89,17 +126,27 @@ export class HttpTransport {
   readonly #secrets: readonly string[];
   readonly #userAgent = `telesync/${TELESYNC_VERSION} (node ${process.versions.node})`;
   #pausedUntilMs = 0;
+  #cappedRetryAfterTold = false;
+  readonly #retryAfterMaxSeconds: number;
+  readonly #maxBodyBytes: number;
+  /** The per-exchange timeout, within what a timer can hold. */
+  readonly #timeoutMs: number;
 
   constructor(options: TransportOptions) {
     this.#options = options;
+    this.#retryAfterMaxSeconds = options.retryAfterMaxSeconds ?? RETRY_AFTER_MAX_SECONDS;
+    this.#maxBodyBytes = options.maxBodyBytes ?? RESPONSE_MAX_BYTES;
+    // A timeout past the timer limit would make every request time out at once.
+    this.#timeoutMs = Math.max(1, clampTimerMs(options.timeoutMs));
     this.#limiter = new RequestLimiter({
       maxPerSecond: options.maxRps,
+      windowSeconds: options.rateWindowSeconds ?? 1,
       maxConcurrent: options.concurrency,
     });
     this.#agent = new Agent({
       connections: options.concurrency,
       keepAliveTimeout: 30_000,
-      connect: { timeout: options.timeoutMs },
+      connect: { timeout: this.#timeoutMs },
     });
     const credentials = Buffer.from(`${options.authId}:${options.authToken}`).toString('base64');
     this.#authorization = `Basic ${credentials}`;
@@ -124,40 +171,61 @@ export class HttpTransport {
     let attempts = 0;
     const backoff = this.#options.backoff ?? DEFAULT_BACKOFF;
     const random = this.#options.random ?? Math.random;
+    // Every wait ends on either signal; the exchange itself only on `signal`.
+    const waitSignal = anySignal(options.signal, options.stopSignal);
 
     try {
       return await pRetry(
         async () => {
           attempts++;
-          return this.#attempt(spec, target, read, attempts, meters, options.signal);
+          return this.#attempt(spec, target, read, attempts, meters, options.signal, waitSignal);
         },
         {
           retries: this.#options.maxRetries,
           minTimeout: 0,
           factor: 1,
+          // Not the stop signal: p-retry would drop an answer that arrived after it.
           ...(options.signal ? { signal: options.signal } : {}),
           shouldRetry: ({ error }) => error instanceof ApiError && error.retryable,
           onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
             if (!(error instanceof ApiError) || !error.retryable || retriesLeft === 0) return;
+            const retryAfterSeconds = capRetryAfter(
+              error.retryAfterSeconds,
+              this.#retryAfterMaxSeconds,
+            );
             const delayMs = computeRetryDelayMs(
               attemptNumber,
               backoff,
               random(),
-              error.retryAfterSeconds,
+              retryAfterSeconds,
             );
+            const capped =
+              error.retryAfterSeconds !== undefined &&
+              error.retryAfterSeconds > this.#retryAfterMaxSeconds;
+            const note =
+              capped && !this.#cappedRetryAfterTold
+                ? `the service asked to wait ${error.retryAfterSeconds} s (Retry-After); telesync waits at most ${this.#retryAfterMaxSeconds} s before retrying`
+                : undefined;
+            if (note !== undefined) this.#cappedRetryAfterTold = true;
             this.#options.onRetry?.({
               method: spec.method,
               path: shownPath,
               retryNumber: attemptNumber,
               delayMs,
               error,
+              ...(note !== undefined ? { note } : {}),
             });
             for (const meter of meters) meter.waitMs += delayMs;
-            await sleep(delayMs, options.signal);
+            await sleep(delayMs, waitSignal);
           },
         },
       );
     } catch (error) {
+      if (options.stopSignal?.aborted === true && !options.signal?.aborted) {
+        // Stopped while waiting: the last failure, if any, is not the outcome; the stop is.
+        if (!(error instanceof ApiError) || error.retryable || error.kind === 'aborted')
+          throw new RequestStoppedError(spec.method, shownPath);
+      }
       if (error instanceof ApiError) throw attempts > 1 ? error.withAttempts(attempts) : error;
       if (options.signal?.aborted) {
         throw new ApiError(
@@ -177,17 +245,18 @@ export class HttpTransport {
     attemptNumber: number,
     meters: readonly RequestMeter[],
     signal: AbortSignal | undefined,
+    waitSignal: AbortSignal | undefined,
   ): Promise<T> {
     for (;;) {
       const pauseMs = this.#pausedUntilMs - Date.now();
-      if (pauseMs > 0) await sleep(pauseMs, signal);
+      if (pauseMs > 0) await sleep(pauseMs, waitSignal);
       const outcome = await this.#limiter.schedule<T | typeof PAUSED>(
         () =>
           // A request queued before the pause began must not fire inside it.
           this.#pausedUntilMs > Date.now()
             ? Promise.resolve(PAUSED)
             : this.#exchange(spec, target, read, attemptNumber, meters, signal),
-        signal,
+        waitSignal,
       );
       if (outcome !== PAUSED) return outcome;
     }
@@ -205,7 +274,7 @@ export class HttpTransport {
       meter.requests++;
       if (attemptNumber > 1) meter.retries++;
     }
-    const timeout = AbortSignal.timeout(this.#options.timeoutMs);
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
     const signal = callerSignal ? AbortSignal.any([callerSignal, timeout]) : timeout;
     const failure = (
       details: Omit<ConstructorParameters<typeof ApiError>[0], 'method' | 'path'>,
@@ -215,13 +284,14 @@ export class HttpTransport {
     let status: number;
     let body: Uint8Array;
     let retryAfterHeader: string | undefined;
+    let location: string | undefined;
     try {
       const response = await request(`${this.#options.baseUrl}${target.path}`, {
         method: spec.method,
         dispatcher: this.#agent,
         signal,
-        headersTimeout: this.#options.timeoutMs,
-        bodyTimeout: this.#options.timeoutMs,
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: this.#timeoutMs,
         headers: {
           authorization: this.#authorization,
           'user-agent': this.#userAgent,
@@ -231,10 +301,21 @@ export class HttpTransport {
         ...(spec.body !== undefined ? { body: JSON.stringify(spec.body) } : {}),
       });
       status = response.statusCode;
-      const header = response.headers['retry-after'];
-      retryAfterHeader = Array.isArray(header) ? header[0] : header;
-      body = new Uint8Array(await response.body.arrayBuffer());
+      retryAfterHeader = firstHeader(response.headers['retry-after']);
+      location = firstHeader(response.headers.location);
+      const read = await readCappedBody(response, this.#maxBodyBytes);
+      if (read === undefined) {
+        for (const meter of meters) meter.recordOutcome('too_large');
+        throw failure({
+          kind: 'too_large',
+          status,
+          retryable: false,
+          serviceMessage: `the answer is larger than ${this.#maxBodyBytes} bytes; reading stopped there`,
+        });
+      }
+      body = read;
     } catch (error) {
+      if (error instanceof ApiError) throw error;
       const kind = callerSignal?.aborted ? 'aborted' : timeout.aborted ? 'timeout' : 'network';
       for (const meter of meters) meter.recordOutcome(kind);
       throw failure({ kind, retryable: kind !== 'aborted' }, error);
@@ -244,6 +325,16 @@ export class HttpTransport {
       meter.bytesReceived += body.byteLength;
       meter.recordOutcome(String(status));
     }
+    if (status >= 300 && status < 400) {
+      // Never followed: the credentials must not leave the service's origin. Said as what it is,
+      // not as a malformed body.
+      throw failure({
+        kind: 'http',
+        status,
+        retryable: false,
+        serviceMessage: `a redirect to ${describeLocation(location, this.#options.baseUrl)}, not followed (check TELESYNC_BASE_URL)`,
+      });
+    }
     if (status >= 400) {
       // A proxy or a service that echoes the request must not carry the credentials into an error.
       const { apiId, serviceMessage } = readErrorBody(
@@ -251,12 +342,15 @@ export class HttpTransport {
       );
       const retryAfterSeconds = parseRetryAfter(retryAfterHeader, Date.now());
       // Paused here, before the error leaves the limiter's slot, so no request queued behind this
-      // one can start inside the pause.
+      // one can start inside the pause. Without a Retry-After the pause is the shortest backoff of
+      // this retry: the account is still told to slow down, so no other request fires at once.
       if (status === 429) {
-        this.#pausedUntilMs = Math.max(
-          this.#pausedUntilMs,
-          Date.now() + (retryAfterSeconds ?? 0) * 1000,
-        );
+        const cappedSeconds = capRetryAfter(retryAfterSeconds, this.#retryAfterMaxSeconds);
+        const pauseMs =
+          cappedSeconds !== undefined
+            ? cappedSeconds * 1000
+            : computeRetryDelayMs(attemptNumber, this.#options.backoff ?? DEFAULT_BACKOFF, 0);
+        this.#pausedUntilMs = Math.max(this.#pausedUntilMs, Date.now() + pauseMs);
       }
       throw failure({
         kind: 'http',
@@ -284,5 +378,58 @@ export class HttpTransport {
   /** Stops taking requests and closes the connections. */
   async close(): Promise<void> {
     await this.#agent.close();
+  }
+}
+
+function anySignal(
+  first: AbortSignal | undefined,
+  second: AbortSignal | undefined,
+): AbortSignal | undefined {
+  if (first === undefined) return second;
+  if (second === undefined) return first;
+  return AbortSignal.any([first, second]);
+}
+
+function firstHeader(header: string | string[] | undefined): string | undefined {
+  return Array.isArray(header) ? header[0] : header;
+}
+
+/**
+ * The body, read chunk by chunk; undefined as soon as it passes `maxBytes` (declared by
+ * Content-Length or found while reading), and the rest is never read: the connection is dropped.
+ */
+async function readCappedBody(
+  response: Dispatcher.ResponseData,
+  maxBytes: number,
+): Promise<Uint8Array | undefined> {
+  const declared = Number(firstHeader(response.headers['content-length']));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    response.body.destroy();
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of response.body) {
+    const bytes = chunk as Buffer;
+    total += bytes.byteLength;
+    if (total > maxBytes) {
+      response.body.destroy();
+      return undefined;
+    }
+    chunks.push(bytes);
+  }
+  return chunks.length === 1
+    ? new Uint8Array(chunks[0]!)
+    : new Uint8Array(Buffer.concat(chunks, total));
+}
+
+/** The host a redirect names (never its path or query, which may hold anything), for errors. */
+function describeLocation(location: string | undefined, baseUrl: string): string {
+  if (location === undefined || location === '') return 'nowhere (no Location header)';
+  try {
+    const url = new URL(location, baseUrl);
+    return url.host === '' ? 'an unreadable Location' : url.host;
+  } catch {
+    return 'an unreadable Location';
   }
 }

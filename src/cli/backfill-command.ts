@@ -1,19 +1,36 @@
+import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
-import { runStream } from '../sync/sync-runner.js';
-import { HORIZON_DAYS, lastDays, type TimeWindow } from '../sync/window-planner.js';
-import { epochMicrosFromMillis, formatIsoMicros } from '../util/micros.js';
+import { findJobStateCounts } from '../db/repositories/job-queue-repository.js';
+import type { AccountJob, QueueCounts } from '../jobs/job-queue.js';
+import { jobSchemaName } from '../jobs/job-settings.js';
+import { accountQueueName, countAccountJobs } from '../jobs/pg-boss-queue.js';
+import type { SyncResult } from '../sync/run-stream.js';
+import {
+  HORIZON_DAYS,
+  horizonStart,
+  lastDays,
+  planBackfill,
+  planLeftOut,
+  plannerSettings,
+  type BackfillPlan,
+  type TimeWindow,
+} from '../sync/window-planner.js';
+import { mapConcurrently } from '../util/map-concurrently.js';
+import { sleep } from '../util/sleep.js';
+import {
+  epochMicrosFromMillis,
+  formatIsoFixed,
+  formatIsoMicros,
+  MICROS_PER_SECOND,
+} from '../util/micros.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
-import { formatRunLine, runJson } from './run-report.js';
-import {
-  createAccountClients,
-  createCliLogger,
-  selectAccounts,
-  syncDependencies,
-} from './service-context.js';
+import { previewBackfill } from '../sync/run-preview.js';
+import { formatPreview, formatRunLine, previewJson, runJson } from './run-report.js';
 import { onShutdownSignal } from './shutdown.js';
-import { createProgressReporter } from './progress-reporter.js';
+import { createMultiProgressReporter } from './progress-reporter.js';
 import { INSTANT_FORMS, parseUserInstant, parseWholeNumber } from './user-input.js';
+import { writeNotice } from './notice.js';
 
 interface BackfillOptions {
   days?: string;
@@ -22,6 +39,46 @@ interface BackfillOptions {
   account?: string;
   wait?: boolean;
   json?: boolean;
+  dryRun?: boolean;
+  queue?: boolean;
+}
+
+/**
+ * What a backfill covered, and what it left out and why, in a line or two. A stopped backfill says
+ * how far it got, not the range it was asked for.
+ */
+export function formatBackfillCoverage(result: SyncResult, plan: BackfillPlan): string[] {
+  if (plan.covered === undefined)
+    return ['  nothing to read: the range is too recent (settle lag)'];
+  const done = result.stats.windowsCompleted;
+  if (result.status === 'stopped' || result.status === 'failed') {
+    const last = plan.windows[Math.min(done, plan.windows.length) - 1];
+    const how = result.status === 'stopped' ? 'stopped' : 'failed';
+    return [
+      last === undefined
+        ? `  ${how} before any of the ${plan.windows.length} windows was read; run the same command again to resume`
+        : `  ${how} after ${done} of ${plan.windows.length} windows (${formatIsoMicros(plan.covered.start)} to ` +
+          `${formatIsoMicros(last.end)}); run the same command again to resume`,
+    ];
+  }
+  const lines = [
+    `  covered ${formatIsoMicros(plan.covered.start)} to ${formatIsoMicros(plan.covered.end)} (${plan.windows.length} windows)`,
+  ];
+  const notRead = planLeftOut(plan)
+    .filter((part) => part.why !== 'beyond-horizon')
+    .map((part) =>
+      part.why === 'horizon-margin'
+        ? `the oldest ${spanText(part)} (a margin inside the 90-day horizon, so no request is refused as too old)`
+        : `calls that ended in the last ${spanText(part)} (settle lag: the next sync reads them)`,
+    );
+  if (notRead.length > 0) lines.push(`  not read: ${notRead.join('; ')}`);
+  return lines;
+}
+
+/** `10 minutes`, `40 seconds`: the length of a left-out part, for people. */
+function spanText(part: TimeWindow): string {
+  const seconds = Math.round((part.end - part.start) / MICROS_PER_SECOND);
+  return seconds < 120 ? `${seconds} seconds` : `${Math.round(seconds / 60)} minutes`;
 }
 
 export function registerBackfillCommand(program: Command, context: CommandContext): void {
@@ -32,16 +89,28 @@ export function registerBackfillCommand(program: Command, context: CommandContex
     .option('--from <time>', `start of the range (${INSTANT_FORMS})`)
     .option('--to <time>', 'end of the range, exclusive (default: now)')
     .option('--account <auth_id>', 'only this configured account')
-    .option('--wait', 'wait for a trunk_calls run in progress elsewhere, instead of skipping')
+    .option(
+      '--wait',
+      'wait for a trunk_calls run in progress elsewhere, instead of skipping (with --queue: until the workers are done)',
+    )
+    .option(
+      '--queue',
+      'enqueue the backfill for the workers (telesync worker) instead of running it here',
+    )
     .option('--json', 'print the outcome as JSON')
+    .option('--dry-run', 'print the windows it would read and what that costs; change nothing')
     .addHelpText(
       'after',
       '\nWhole UTC days are read (the window slices), oldest first. Stopped with Ctrl-C or killed, the same\n' +
         'command resumes: windows it already read are skipped. The incremental watermark never moves back.\n\n' +
-        'Examples:\n  $ telesync backfill --days 90\n  $ telesync backfill --from 2026-10-01 --to 2026-10-08',
+        'Examples:\n  $ telesync backfill --days 90\n  $ telesync backfill --from 2026-10-01 --to 2026-10-08\n  $ telesync backfill --days 90 --dry-run',
     )
     .action(async (options: BackfillOptions) => {
-      context.setExit(await runBackfill(context, options));
+      context.setExit(
+        await (options.queue === true
+          ? runQueuedBackfill(context, options)
+          : runBackfill(context, options)),
+      );
     });
 }
 
@@ -68,59 +137,221 @@ export function backfillRange(options: BackfillOptions, nowMillis: number): Time
 
 async function runBackfill(context: CommandContext, options: BackfillOptions): Promise<ExitCode> {
   const range = backfillRange(options, Date.now());
-  const config = context.config();
-  const accounts = selectAccounts(config, options.account);
-  return context.withDatabase('backfill', async (database) => {
-    const log = createCliLogger(config, context.io);
-    const { clients, close } = createAccountClients(config, accounts, log);
-    const shutdown = onShutdownSignal(() =>
-      context.io.err('stopping after the batch in hand; run the same command again to resume'),
+  const app = context.app('backfill');
+  const accounts = app.selectAccounts(options.account);
+  const horizon = horizonStart(epochMicrosFromMillis(Date.now()));
+  if (range.end <= horizon) {
+    throw new UsageError(
+      `${formatIsoMicros(range.start)} to ${formatIsoMicros(range.end)} is entirely older than the service's ` +
+        `90-day horizon: those calls can no longer be read. The oldest time that can be: --from ${formatIsoMicros(horizon)}`,
     );
-    let failed = false;
+  }
+  if (options.dryRun === true) {
+    const now = epochMicrosFromMillis(Date.now());
+    const maxRps = app.config.api.maxRps;
+    return app.withDatabase(async (database) => {
+      if (options.json !== true)
+        writeNotice(
+          context.io,
+          'info',
+          'dry run: nothing is sent to the service and nothing is written',
+        );
+      for (const account of accounts) {
+        const preview = await previewBackfill(
+          database,
+          account.authId,
+          range,
+          app.config.sync,
+          now,
+        );
+        context.io.out(
+          options.json === true
+            ? JSON.stringify(previewJson(preview, maxRps))
+            : formatPreview(preview, maxRps),
+        );
+      }
+      return EXIT.OK;
+    });
+  }
+  return app.withSync(accounts, async ({ clients, runStream }) => {
+    const shutdown = onShutdownSignal(() =>
+      writeNotice(
+        context.io,
+        'warn',
+        'stopping after the batch in hand; run the same command again to resume',
+      ),
+    );
+    let results: SyncResult[];
+    const progress = createMultiProgressReporter(
+      context.io,
+      'backfill',
+      clients.map((client) => client.authId),
+    );
     try {
-      for (const client of clients) {
-        if (shutdown.signal.aborted) break;
-        const progress = createProgressReporter(context.io, `backfill ${client.authId}`);
-        const result = await runStream(syncDependencies(config, database, log), client, {
+      // Every account at once, up to TELESYNC_ACCOUNT_CONCURRENCY: the service's budget is per
+      // account, so ten accounts take about the time of one.
+      results = await mapConcurrently(clients, app.config.accountConcurrency, (client) =>
+        runStream(client, {
           stream: 'trunk_calls',
           command: 'backfill',
           backfill: range,
           lockWaitMs: options.wait === true ? 6 * 60 * 60 * 1000 : 0,
           signal: shutdown.signal,
           onWait: () =>
-            context.io.err('trunk_calls: another run is in progress; waiting for it (--wait)'),
-          onProgress: (stats) => progress.update(stats),
-        });
-        progress.finish();
-        const plan = result.backfill;
-        if (plan?.beyondService !== undefined && options.json !== true) {
-          context.io.err(
-            `note: ${formatIsoMicros(plan.beyondService.start)} to ${formatIsoMicros(plan.beyondService.end)} is older than the ` +
-              "service's 90-day horizon and cannot be read; the backfill starts at the horizon",
-          );
-        }
-        if (options.json === true) {
-          context.io.out(
-            JSON.stringify({
-              ...runJson(result),
-              covered_from: plan?.covered ? formatIsoMicros(plan.covered.start) : null,
-              covered_to: plan?.covered ? formatIsoMicros(plan.covered.end) : null,
-            }),
-          );
-        } else {
-          context.io.out(formatRunLine(result));
-          if (plan?.covered !== undefined) {
-            context.io.out(
-              `  covered ${formatIsoMicros(plan.covered.start)} to ${formatIsoMicros(plan.covered.end)} (${plan.windows.length} windows)`,
-            );
-          }
-        }
-        failed ||= result.status === 'failed';
+            writeNotice(
+              context.io,
+              'info',
+              `trunk_calls of ${client.authId}: another run is in progress; waiting for it (--wait)`,
+            ),
+          onProgress: (stats) => progress.reporter(client.authId).update(stats),
+        }),
+      );
+    } finally {
+      progress.finish();
+      shutdown.dispose();
+    }
+    reportBackfill(context, results, options.json === true);
+    const failed = results.some(
+      (result) => result.status === 'failed' || result.status === 'skipped',
+    );
+    return failed || shutdown.signal.aborted ? EXIT.FAILED : EXIT.OK;
+  });
+}
+
+/** Prints each account's outcome, in the order of the accounts. */
+function reportBackfill(
+  context: CommandContext,
+  results: readonly SyncResult[],
+  json: boolean,
+): void {
+  let horizonNoted = false;
+  for (const result of results) {
+    const plan = result.backfill;
+    const leftOut = plan === undefined ? [] : planLeftOut(plan);
+    const beyond = leftOut.find((part) => part.why === 'beyond-horizon');
+    if (beyond !== undefined && !json && !horizonNoted) {
+      horizonNoted = true;
+      writeNotice(
+        context.io,
+        'warn',
+        `note: ${formatIsoMicros(beyond.start)} to ${formatIsoMicros(beyond.end)} is older than the ` +
+          "service's 90-day horizon and cannot be read; the backfill starts at the horizon",
+      );
+    }
+    if (json) {
+      context.io.out(
+        JSON.stringify({
+          ...runJson(result),
+          covered_from: plan?.covered ? formatIsoFixed(plan.covered.start) : null,
+          covered_to: plan?.covered ? formatIsoFixed(plan.covered.end) : null,
+          left_out: leftOut.map((part) => ({
+            from: formatIsoFixed(part.start),
+            to: formatIsoFixed(part.end),
+            reason: part.why.replace(/-/g, '_'),
+          })),
+        }),
+      );
+    } else {
+      context.io.out(formatRunLine(result));
+      if (plan !== undefined)
+        for (const line of formatBackfillCoverage(result, plan)) context.io.out(line);
+    }
+    if (result.status === 'skipped') {
+      // Nothing was read: exit 1, as for a failure, so a script does not take it for a backfill.
+      context.io.err(
+        `backfill of ${result.accountId} not run: another trunk_calls run held the lock; run the same command again later, or with --wait`,
+      );
+    }
+  }
+}
+
+/** How often `--queue --wait` reads the queue. */
+const QUEUE_PROGRESS_MS = 2_000;
+
+/**
+ * Enqueues one job per account and window (each well under a worker's lease) and, with --wait,
+ * shows the queue draining until none of those accounts has work left.
+ */
+async function runQueuedBackfill(
+  context: CommandContext,
+  options: BackfillOptions,
+): Promise<ExitCode> {
+  const nowMicros = epochMicrosFromMillis(Date.now());
+  const range = backfillRange(options, Date.now());
+  const app = context.app('backfill');
+  const accounts = app.selectAccounts(options.account);
+  // The windows a backfill run here would read (whole slots, within the horizon, settled).
+  const plan = planBackfill(nowMicros, range, plannerSettings(app.config.sync));
+  const windows = plan.windows;
+  const backfillId = randomUUID();
+  const jobs: AccountJob[] = accounts.flatMap((account) =>
+    windows.map((window) => ({
+      kind: 'backfill-window' as const,
+      accountId: account.authId,
+      start: formatIsoMicros(window.start),
+      end: formatIsoMicros(window.end),
+      backfillId,
+    })),
+  );
+  return app.withJobQueue(async (queue, database) => {
+    await queue.enqueue(jobs);
+    const summary = {
+      backfill_id: backfillId,
+      accounts: accounts.length,
+      windows: windows.length,
+      jobs: jobs.length,
+      covered_from: plan.covered ? formatIsoFixed(plan.covered.start) : null,
+      covered_to: plan.covered ? formatIsoFixed(plan.covered.end) : null,
+    };
+    if (options.wait !== true) {
+      context.io.out(
+        options.json === true
+          ? JSON.stringify({ ...summary, status: 'queued' })
+          : `queued ${jobs.length} jobs (${windows.length} windows × ${accounts.length} accounts) for the workers`,
+      );
+      return EXIT.OK;
+    }
+    const shutdown = onShutdownSignal(() =>
+      context.io.err('stopped waiting; the workers go on with the backfill'),
+    );
+    const accountIds = accounts.map((account) => account.authId);
+    const readCounts = async (): Promise<QueueCounts[]> =>
+      countAccountJobs(
+        accountIds,
+        await findJobStateCounts(
+          database.root,
+          jobSchemaName(database.schema),
+          accountIds.map(accountQueueName),
+        ),
+      );
+    let counts = await readCounts();
+    try {
+      for (;;) {
+        const left = counts.reduce((sum, row) => sum + row.waiting + row.active, 0);
+        const failed = counts.reduce((sum, row) => sum + row.failed, 0);
+        context.io.err(
+          `backfill ${backfillId.slice(0, 8)}: ${Math.max(0, jobs.length - left)}/${jobs.length} jobs done` +
+            `${failed > 0 ? `, ${failed} failed` : ''}, ${counts.filter((row) => row.active > 0).length} accounts in hand`,
+        );
+        if (left === 0 || shutdown.signal.aborted) break;
+        await sleep(QUEUE_PROGRESS_MS, shutdown.signal).catch(() => undefined);
+        counts = await readCounts();
       }
     } finally {
       shutdown.dispose();
-      await close();
     }
-    return failed || shutdown.signal.aborted ? EXIT.FAILED : EXIT.OK;
+    const failed = counts.filter((row) => row.failed > 0);
+    context.io.out(
+      options.json === true
+        ? JSON.stringify({
+            ...summary,
+            status: shutdown.signal.aborted ? 'queued' : failed.length > 0 ? 'failed' : 'succeeded',
+            failed_accounts: failed.map((row) => row.accountId),
+          })
+        : failed.length > 0
+          ? `done, but jobs failed for ${failed.map((row) => row.accountId).join(', ')} (see telesync status)`
+          : `done: ${jobs.length} jobs`,
+    );
+    return failed.length > 0 || shutdown.signal.aborted ? EXIT.FAILED : EXIT.OK;
   });
 }

@@ -1,4 +1,5 @@
-import type { Env } from '../config/load-config.js';
+import { createInterface } from 'node:readline/promises';
+import type { Env } from '../config/config-sources.js';
 
 /** What a command may touch of the outside world; tests pass their own. */
 export interface CliIo {
@@ -10,6 +11,11 @@ export interface CliIo {
   readonly terminal?: NodeJS.WriteStream;
   out(text: string): void;
   err(text: string): void;
+  /**
+   * Asks a yes/no question on the terminal and resolves true only on "y" or "yes". Absent when
+   * there is no terminal to ask on (a script, a pipe): commands then need `--yes`.
+   */
+  readonly confirm?: (question: string) => Promise<boolean>;
 }
 
 export function processIo(): CliIo {
@@ -20,5 +26,16 @@ export function processIo(): CliIo {
     ...(process.stderr.isTTY ? { terminal: process.stderr } : {}),
     out: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
     err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+    ...(process.stdin.isTTY && process.stderr.isTTY ? { confirm: askOnTerminal } : {}),
   };
+}
+
+async function askOnTerminal(question: string): Promise<boolean> {
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await prompt.question(`${question} [y/N] `);
+    return /^(y|yes)$/i.test(answer.trim());
+  } finally {
+    prompt.close();
+  }
 }

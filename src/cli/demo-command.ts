@@ -1,26 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { sql } from 'kysely';
-import { HttpTransport } from '../api/transport.js';
-import { TelephonyClient } from '../api/telephony-client.js';
-import type { TelesyncConfig } from '../config/config-types.js';
 import type { Database } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
-import {
-  enqueueLookups,
-  QUEUE_KEY,
-  type LookupQueue,
-} from '../db/repositories/lookup-queue-repository.js';
-import { DATA_TABLES } from '../db/table-specs.js';
+import { deleteAccountRows } from '../db/repositories/account-data-repository.js';
+import { findBillingSummary } from '../db/repositories/billing-repository.js';
+import { enqueueLookups } from '../db/repositories/lookup-queue-repository.js';
 import { startSimulator } from '../simulator/simulator-server.js';
-import type { StreamName } from '../sync/streams.js';
-import { runStream, type SyncResult } from '../sync/sync-runner.js';
-import { HORIZON_DAYS, lastDays } from '../sync/window-planner.js';
+import type { StreamName } from '../domain/streams.js';
+import type { SyncResult } from '../sync/run-stream.js';
+import { HORIZON_DAYS, HORIZON_MARGIN_MINUTES, lastDays } from '../sync/window-planner.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatRunLine } from './run-report.js';
-import { createCliLogger, syncDependencies } from './service-context.js';
 import { parseWholeNumber } from './user-input.js';
 
 const DEMO_ACCOUNT = 'MA_DEMO';
@@ -58,44 +50,34 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
     calls,
     accounts: [{ authId: DEMO_ACCOUNT, authToken: token }],
   });
-  const demoConfig: TelesyncConfig = {
+  const account = { authId: DEMO_ACCOUNT, authToken: token };
+  // The demo's own configuration: the simulated account, served fast, and only warnings logged
+  // (the runs' info lines would drown the demo's own output).
+  const app = context.app('demo', {
     ...config,
-    accounts: [{ authId: DEMO_ACCOUNT, authToken: token }],
+    accounts: [account],
     api: { ...config.api, baseUrl: sim.url, maxRps: 2000 },
-  };
-  const log = createCliLogger(
-    { ...demoConfig, logLevel: config.logLevel === 'info' ? 'warn' : config.logLevel },
-    io,
-  );
-  const transport = new HttpTransport({
-    baseUrl: sim.url,
-    authId: DEMO_ACCOUNT,
-    authToken: token,
-    maxRps: demoConfig.api.maxRps,
-    concurrency: demoConfig.api.concurrency,
-    timeoutMs: demoConfig.api.timeoutMs,
-    maxRetries: demoConfig.api.maxRetries,
+    logLevel: config.logLevel === 'info' ? 'warn' : config.logLevel,
   });
-  const client = new TelephonyClient(transport, DEMO_ACCOUNT);
   try {
     io.out(
       `telesync demo: a simulated account ${DEMO_ACCOUNT} with ${number.format(calls)} calls over 90 days, served at ${sim.url}\n`,
     );
-    return await context.withDatabase('demo', async (database) => {
+    return await app.withSync([account], async ({ database, clients, runStream }) => {
       io.out(
         `1. database: ${database.kind === 'embedded' ? 'embedded PostgreSQL (PGlite) in' : 'PostgreSQL at'} ${database.location}, schema "${database.schema}"`,
       );
       const applied = await migrateToLatest(database);
       io.out(`   ${applied.length === 0 ? 'schema up to date' : `applied ${applied.join(', ')}`}`);
-      if (await clearDemoAccount(database))
+      // Its data changes with the clock the simulator starts at: an earlier demo's would not match.
+      if ((await deleteAccountRows(database.db, DEMO_ACCOUNT)) > 0)
         io.out(`   cleared the data of an earlier demo (account ${DEMO_ACCOUNT} only)`);
 
-      const deps = syncDependencies(demoConfig, database, log);
       const run = async (
         stream: StreamName,
         extra: { backfill?: ReturnType<typeof lastDays> } = {},
       ): Promise<SyncResult> => {
-        const result = await runStream(deps, client, {
+        const result = await runStream(clients[0]!, {
           stream,
           command: 'demo',
           lockWaitMs: 60_000,
@@ -106,11 +88,20 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
       };
 
       io.out(`2. backfill the last ${HORIZON_DAYS} days of trunk call records`);
-      const results = [
-        await run('trunk_calls', {
-          backfill: lastDays(epochMicrosFromMillis(Date.now()), HORIZON_DAYS),
-        }),
-      ];
+      const backfill = await run('trunk_calls', {
+        backfill: lastDays(epochMicrosFromMillis(Date.now()), HORIZON_DAYS),
+      });
+      const results = [backfill];
+      const covered = backfill.backfill?.covered;
+      if (covered !== undefined && backfill.status === 'succeeded') {
+        // The calls of the newest minutes, which the backfill leaves to the next sync.
+        const settling = await clients[0]!.countTrunkCalls({
+          end_time: { gte: covered.end, lt: epochMicrosFromMillis(Date.now()) },
+        });
+        io.out(
+          `   ${explainBackfillCount(backfill.stats.recordsFetched, calls, settling, config.sync.settleLagMinutes)}`,
+        );
+      }
       io.out('3. snapshot SIP endpoints and verified caller IDs');
       results.push(await run('endpoints'), await run('caller_ids'));
 
@@ -131,65 +122,60 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
       return results.some((result) => result.status !== 'succeeded') ? EXIT.FAILED : EXIT.OK;
     });
   } finally {
-    await transport.close();
     await sim.close();
   }
 }
 
-/** Tables that hold rows of an account, bookkeeping last (runs are referenced by the others). */
-const ACCOUNT_TABLES = [
-  ...DATA_TABLES.map((spec) => spec.table),
-  ...(Object.keys(QUEUE_KEY) as LookupQueue[]),
-  'sync_state',
-  'sync_windows',
-  'rejected_records',
-  'sync_runs',
-] as const;
+/**
+ * Why a 90-day backfill of the demo's `total` calls fetched `fetched`: the calls of the last
+ * minutes (`settling`, the settle lag) wait for the next sync, and the oldest minutes of the
+ * horizon are kept as a margin (HORIZON_MARGIN_MINUTES). Pure: for tests.
+ */
+export function explainBackfillCount(
+  fetched: number,
+  total: number,
+  settling: number,
+  settleLagMinutes: number,
+): string {
+  const head = `${number.format(fetched)} of ${number.format(total)} calls`;
+  if (fetched >= total) return `${head}: all of them`;
+  const margin = Math.max(0, total - fetched - settling);
+  const parts = [];
+  if (settling > 0)
+    parts.push(
+      `${number.format(settling)} ended in the last ${settleLagMinutes} minutes (settle lag), read by the next sync`,
+    );
+  if (margin > 0)
+    parts.push(
+      `${number.format(margin)} ended in the oldest ${HORIZON_MARGIN_MINUTES} minutes of the ${HORIZON_DAYS} days ` +
+        '(a margin so no request reaches past the horizon), which leave the service soon',
+    );
+  return `${head}: ${parts.join('; ')}`;
+}
 
 /**
- * Removes what an earlier demo stored for the simulated account (its data changes with the clock
- * it starts at). Touches that one synthetic account only. Returns whether there was anything.
+ * A decimal text (numeric from the database) for people: at most `decimals` places, trailing
+ * zeros dropped, grouped unless `grouping` is false.
  */
-async function clearDemoAccount(database: Database): Promise<boolean> {
-  let removed = 0;
-  await database.db.transaction().execute(async (trx) => {
-    for (const table of ACCOUNT_TABLES) {
-      const result = await trx
-        .deleteFrom(table)
-        .where('account_id', '=', DEMO_ACCOUNT)
-        .executeTakeFirst();
-      removed += Number(result.numDeletedRows);
-    }
-  });
-  return removed > 0;
+export function formatDecimalText(text: string, decimals: number, grouping = true): string {
+  const value = Number(text);
+  if (!Number.isFinite(value)) return text;
+  return new Intl.NumberFormat('en-US', {
+    maximumFractionDigits: decimals,
+    useGrouping: grouping,
+  }).format(value);
 }
 
 async function billingSummary(database: Database): Promise<string> {
-  const rows = await database.db
-    .selectFrom('billing_daily')
-    .select(['day', 'direction', 'calls', 'billed_minutes', 'total_amount'])
-    .where('account_id', '=', DEMO_ACCOUNT)
-    .where(sql<boolean>`day >= (now() AT TIME ZONE 'UTC')::date - 6`)
-    .orderBy('day')
-    .orderBy('direction')
-    .execute();
-  const totals = await database.db
-    .selectFrom('billing_daily')
-    .select([
-      sql<number>`coalesce(sum(calls), 0)::integer`.as('calls'),
-      sql<string>`coalesce(sum(billed_minutes), 0)::text`.as('minutes'),
-      sql<string>`coalesce(sum(total_amount), 0)::text`.as('amount'),
-    ])
-    .where('account_id', '=', DEMO_ACCOUNT)
-    .executeTakeFirstOrThrow();
+  const { days, totals } = await findBillingSummary(database.db, DEMO_ACCOUNT, 7);
   const table = [
     ['day', 'direction', 'calls', 'billed minutes', 'total amount'],
-    ...rows.map((row) => [
+    ...days.map((row) => [
       row.day,
       row.direction ?? '',
       number.format(row.calls),
-      row.billed_minutes,
-      row.total_amount,
+      formatDecimalText(row.billedMinutes, 1),
+      row.totalAmount,
     ]),
   ];
   const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
@@ -197,5 +183,5 @@ async function billingSummary(database: Database): Promise<string> {
     (row) =>
       `   ${row.map((cell, column) => (column >= 2 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ')}`,
   );
-  return `${lines.join('\n')}\n   all 90 days: ${number.format(totals.calls)} calls, ${totals.minutes} billed minutes, total amount ${totals.amount}`;
+  return `${lines.join('\n')}\n   all 90 days: ${number.format(totals.calls)} calls, ${formatDecimalText(totals.billedMinutes, 1, false)} billed minutes, total amount ${totals.totalAmount}`;
 }

@@ -1,21 +1,10 @@
 import type { Command } from 'commander';
-import { sql } from 'kysely';
-import {
-  enqueueLookups,
-  QUEUE_KEY,
-  type LookupQueue,
-} from '../db/repositories/lookup-queue-repository.js';
-import type { StreamName } from '../sync/streams.js';
-import { runStream } from '../sync/sync-runner.js';
+import { findLookupOutcomes } from '../db/repositories/lookup-outcomes-repository.js';
+import { enqueueLookups, type LookupQueue } from '../db/repositories/lookup-queue-repository.js';
+import type { StreamName } from '../domain/streams.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { formatRunLine, runJson } from './run-report.js';
-import {
-  createAccountClients,
-  createCliLogger,
-  selectAccounts,
-  syncDependencies,
-} from './service-context.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -88,15 +77,15 @@ async function runLookup(
       `not a ${lookup.noun}: ${invalid.map((uuid) => `"${uuid}"`).join(', ')} (expected the form 8a1c7c6e-3f3e-4b8e-9d60-1f2a3b4c5d6e)`,
     );
   }
-  const config = context.config();
-  const accounts = selectAccounts(config, options.account);
+  const app = context.app(`lookup ${kind}`);
+  const accounts = app.selectAccounts(options.account);
   if (accounts.length > 1) {
     throw new UsageError(
       `several accounts are configured; say which one the UUIDs belong to with --account (${accounts.map((a) => a.authId).join(', ')})`,
     );
   }
   const account = accounts[0]!;
-  return context.withDatabase(`lookup ${kind}`, async (database) => {
+  return app.withSync([account], async ({ database, clients, runStream }) => {
     const queued = await enqueueLookups(
       database.db,
       lookup.queue,
@@ -109,36 +98,31 @@ async function runLookup(
       context.io.out(
         `queued ${queued} ${lookup.noun}${queued === 1 ? '' : 's'} in ${lookup.queue}`,
       );
-    const log = createCliLogger(config, context.io);
-    const { clients, close } = createAccountClients(config, [account], log);
     let failed = false;
-    try {
-      for (const stream of lookup.streams) {
-        const result = await runStream(syncDependencies(config, database, log), clients[0]!, {
-          stream,
-          command: `lookup ${kind}`,
-          lockWaitMs: 60_000,
-        });
+    for (const stream of lookup.streams) {
+      const result = await runStream(clients[0]!, {
+        stream,
+        command: `lookup ${kind}`,
+        lockWaitMs: 60_000,
+      });
+      context.io.out(
+        options.json === true ? JSON.stringify(runJson(result)) : formatRunLine(result),
+      );
+      failed ||= result.status === 'failed';
+    }
+    if (options.json !== true) {
+      const outcomes = await findLookupOutcomes(
+        database.db,
+        database.schema,
+        lookup.queue,
+        account.authId,
+        uuids.map((uuid) => uuid.toLowerCase()),
+      );
+      for (const row of outcomes) {
         context.io.out(
-          options.json === true ? JSON.stringify(runJson(result)) : formatRunLine(result),
+          `  ${row.key}  ${row.status}${row.lastError !== null && row.status !== 'fetched' ? `: ${row.lastError}` : ''}`,
         );
-        failed ||= result.status === 'failed';
       }
-      if (options.json !== true) {
-        const outcomes = await sql<{ key: string; status: string; last_error: string | null }>`
-          SELECT ${sql.ref(QUEUE_KEY[lookup.queue])} AS key, status, last_error
-            FROM ${sql.id(database.schema, lookup.queue)}
-           WHERE account_id = ${account.authId} AND ${sql.ref(QUEUE_KEY[lookup.queue])} = ANY(${uuids.map((uuid) => uuid.toLowerCase())}::text[])
-           ORDER BY 1
-        `.execute(database.db);
-        for (const row of outcomes.rows) {
-          context.io.out(
-            `  ${row.key}  ${row.status}${row.last_error !== null && row.status !== 'fetched' ? `: ${row.last_error}` : ''}`,
-          );
-        }
-      }
-    } finally {
-      await close();
     }
     return failed ? EXIT.FAILED : EXIT.OK;
   });

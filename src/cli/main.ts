@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/config-errors.js';
+import { DatabaseUnreachableError } from '../db/connect.js';
 import { EmbeddedDatabaseBusyError } from '../db/embedded-lock.js';
 import { describeError } from '../util/coerce-error.js';
 import { TELESYNC_VERSION } from '../version.js';
@@ -11,10 +12,13 @@ import { registerDemoCommand } from './demo-command.js';
 import { registerLookupCommand } from './lookup-command.js';
 import { registerMigrateCommand } from './migrate-command.js';
 import { registerScheduleCommand } from './schedule-command.js';
+import { registerStateCommand } from './state-command.js';
 import { registerStatusCommand } from './status-command.js';
 import { registerStreamCommand } from './stream-command.js';
 import { registerSyncCommand } from './sync-command.js';
+import { registerWorkerCommand } from './worker-command.js';
 import { registerSimulateCommand } from './simulate-command.js';
+import { writeNotice } from './notice.js';
 
 /**
  * Runs the `telesync` command line and returns its exit code. Never throws: every failure is
@@ -34,7 +38,9 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
   registerSyncCommand(program, context);
   registerBackfillCommand(program, context);
   registerScheduleCommand(program, context);
+  registerWorkerCommand(program, context);
   registerStatusCommand(program, context);
+  registerStateCommand(program, context);
   registerLookupCommand(program, context);
   registerStreamCommand(program, context);
   registerDemoCommand(program, context);
@@ -58,10 +64,10 @@ function reportFailure(error: unknown, io: CliIo): ExitCode {
     io.err(error.message);
     return EXIT.USAGE;
   }
-  if (error instanceof EmbeddedDatabaseBusyError) {
-    io.err(error.message);
+  if (error instanceof EmbeddedDatabaseBusyError || error instanceof DatabaseUnreachableError) {
+    writeNotice(io, 'error', error.message);
     return EXIT.FAILED;
   }
-  io.err(`telesync failed: ${describeError(error)}`);
+  writeNotice(io, 'error', `telesync failed: ${describeError(error)}`);
   return EXIT.FAILED;
 }

@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
 import { listMigrationStatus, migrateToLatest } from '../db/migrate.js';
+import { createWorkersTable } from '../db/repositories/job-queue-repository.js';
+import { jobSchemaName } from '../jobs/job-settings.js';
+import { installJobSchema } from '../jobs/pg-boss-queue.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 
@@ -18,7 +21,8 @@ export function registerMigrateCommand(program: Command, context: CommandContext
 }
 
 async function runMigrate(context: CommandContext, statusOnly: boolean): Promise<ExitCode> {
-  return context.withDatabase('migrate', async (database) => {
+  const app = context.app('migrate');
+  return app.withDatabase(async (database) => {
     const { io } = context;
     if (statusOnly) {
       const statuses = await listMigrationStatus(database);
@@ -35,6 +39,17 @@ async function runMigrate(context: CommandContext, statusOnly: boolean): Promise
     }
     const applied = await migrateToLatest(database);
     for (const name of applied) io.out(`applied  ${name}`);
+    const { url, schema } = app.config.database;
+    if (url !== undefined) {
+      // The workers' queue (pg-boss) lives beside the data, in a schema of its own.
+      await installJobSchema({
+        connectionString: url,
+        schema: jobSchemaName(schema),
+        onError: (error) => app.log.warn({ err: error }, 'job queue schema: ' + error.message),
+      });
+      await createWorkersTable(database.root, jobSchemaName(schema));
+      io.out(`Job queue schema "${jobSchemaName(schema)}" is ready (pg-boss).`);
+    }
     io.out(
       applied.length === 0
         ? `Schema "${database.schema}" at ${database.location} is up to date; nothing to apply.`

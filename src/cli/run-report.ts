@@ -1,4 +1,6 @@
-import type { SyncResult } from '../sync/sync-runner.js';
+import type { RunPreview } from '../sync/run-preview.js';
+import type { SyncResult } from '../sync/run-stream.js';
+import { formatIsoFixed, formatIsoMicros } from '../util/micros.js';
 
 const number = new Intl.NumberFormat('en-US');
 
@@ -6,7 +8,9 @@ const number = new Intl.NumberFormat('en-US');
 export function formatRunLine(result: SyncResult): string {
   const { stats, requests } = result;
   const head = `${result.stream.padEnd(12)} ${result.accountId}  ${result.status}`;
-  if (result.status === 'skipped') return `${head}: ${result.error ?? ''}`;
+  // The reason starts with the status already in the head ("skipped: another run…").
+  if (result.status === 'skipped')
+    return `${head}: ${(result.error ?? '').replace(/^skipped: /, '')}`;
   const parts = [
     `${number.format(stats.recordsFetched)} fetched`,
     `${number.format(stats.recordsUpserted)} stored (${number.format(stats.recordsChanged)} new or changed)`,
@@ -40,5 +44,83 @@ export function runJson(result: SyncResult): Record<string, unknown> {
     wait_ms: result.requests.waitMs,
     duration_ms: result.durationMs,
     error: result.error ?? null,
+  };
+}
+
+/** `12.5s`, `3m 20s`: the time `requests` take at `maxRps`. */
+function durationAtRate(requests: number, maxRps: number): string {
+  const seconds = requests / maxRps;
+  if (seconds < 60) return `${seconds.toFixed(1)}s`;
+  const minutes = Math.floor(seconds / 60);
+  return `${minutes}m ${Math.round(seconds - minutes * 60)}s`;
+}
+
+/** The plan of one run for people (`--dry-run`): its windows, then what it costs. */
+export function formatPreview(preview: RunPreview, maxRps: number): string {
+  const head = `${preview.stream.padEnd(12)} ${preview.accountId}  dry run (${preview.mode})`;
+  const lines: string[] = [];
+  if (preview.stream === 'trunk_calls') {
+    lines.push(
+      preview.range === undefined
+        ? `${head}: nothing to read`
+        : `${head}: ${preview.windows.length} window(s), ${formatIsoMicros(preview.range.start)} to ${formatIsoMicros(preview.range.end)}`,
+    );
+    for (const window of preview.windows) {
+      const what =
+        window.action === 'probe'
+          ? 'count (read before)'
+          : window.action === 'skip'
+            ? 'skip (read by this backfill already)'
+            : `read (${window.why ?? 'new'})`;
+      const known =
+        window.knownCount === null
+          ? 'count unknown'
+          : `${number.format(window.knownCount)} known from the ledger`;
+      const cost =
+        window.requests === null
+          ? 'requests unknown'
+          : `${number.format(window.requests)} request(s)`;
+      lines.push(
+        `  ${formatIsoMicros(window.start)} to ${formatIsoMicros(window.end)}  ${what}, ${known}, ${cost}`,
+      );
+    }
+  } else if (preview.lookupsDue !== null) {
+    lines.push(`${head}: ${number.format(preview.lookupsDue)} lookup(s) pending in the queue`);
+  } else {
+    lines.push(`${head}: a full snapshot; its size is known only to the service`);
+  }
+  const unknown =
+    preview.unknownParts > 0 ? ` (+ unknown: ${preview.unknownParts} part(s) never counted)` : '';
+  lines.push(
+    `  requests: ${preview.unknownParts > 0 ? 'at least ' : ''}${number.format(preview.requestsKnown)}${unknown}; ` +
+      `at TELESYNC_MAX_RPS=${maxRps}: ${preview.unknownParts > 0 ? 'at least ' : ''}${durationAtRate(preview.requestsKnown, maxRps)}`,
+  );
+  return lines.join('\n');
+}
+
+/** The same for scripts (`--dry-run --json`): snake_case, timestamps with six fraction digits. */
+export function previewJson(preview: RunPreview, maxRps: number): Record<string, unknown> {
+  const known = preview.unknownParts === 0;
+  return {
+    dry_run: true,
+    account: preview.accountId,
+    stream: preview.stream,
+    mode: preview.mode,
+    from: preview.range ? formatIsoFixed(preview.range.start) : null,
+    to: preview.range ? formatIsoFixed(preview.range.end) : null,
+    windows: preview.windows.map((window) => ({
+      start: formatIsoFixed(window.start),
+      end: formatIsoFixed(window.end),
+      action: window.action,
+      reason: window.why ?? null,
+      known_count: window.knownCount,
+      requests: window.requests,
+    })),
+    lookups_due: preview.lookupsDue,
+    requests: known ? preview.requestsKnown : null,
+    requests_at_least: preview.requestsKnown,
+    unknown_parts: preview.unknownParts,
+    max_rps: maxRps,
+    seconds_at_max_rps: known ? Math.round((preview.requestsKnown / maxRps) * 10) / 10 : null,
   };
 }

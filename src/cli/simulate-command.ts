@@ -1,10 +1,16 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import type { SimulatorAccount } from '../simulator/account-state.js';
-import { DATASET_SIZE_LIMITS, DEFAULT_DATASET_SIZES } from '../simulator/dataset.js';
+import type { SimulatorAccount } from '../simulator/state/account-state.js';
+import { DATASET_SIZE_LIMITS, DEFAULT_DATASET_SIZES } from '../simulator/data/dataset.js';
 import type { FaultConfig } from '../simulator/faults.js';
 import { parseRateLimit, RATE_LIMIT_FORM_HELP, type RateLimit } from '../simulator/rate-limiter.js';
-import { DEFAULT_SEED, SimulatorOptionsError } from '../simulator/simulator.js';
+import {
+  DEFAULT_SEED,
+  DEFAULT_STREAM_AUDIO_SECONDS,
+  SimulatorOptionsError,
+  STREAM_AUDIO_SECONDS_MAX,
+} from '../simulator/simulator-options.js';
 import { startSimulator, type StartSimulatorOptions } from '../simulator/simulator-server.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
@@ -42,6 +48,11 @@ interface SimulateFlags {
   late?: string;
   lateSeconds?: string;
   insertDuringPaging?: string;
+  /** False with --no-media. */
+  media: boolean;
+  mediaCa?: string;
+  streamAudioSeconds?: string;
+  realShapes?: boolean;
 }
 
 /** Resolves when the process is asked to stop; the command's default way to run "until stopped". */
@@ -112,10 +123,28 @@ export function registerSimulateCommand(
     .option('--spike <share>', 'share of requests delayed by a latency spike')
     .option('--spike-ms <ms>', 'length of a latency spike (default 2000)')
     .option('--down', 'answer every API request 503 (an outage)')
+    .option(
+      '--real-shapes',
+      "serve the real service's record shapes where they differ from the spec's samples " +
+        '(docs/assumptions.md A38–A45)',
+    )
     .option('--malformed <share>', 'share of trunk call records served malformed')
     .option('--late <share>', 'share of trunk calls that arrive late')
     .option('--late-seconds <s>', 'how long after its end a late call appears (default 900)')
     .option('--insert-during-paging <share>', 'chance a call is added to a range while it is paged')
+    .option(
+      '--no-media',
+      "do not open started streams' WebSockets (the far side is imagined and accepts at once)",
+    )
+    .option(
+      '--media-ca <file>',
+      'PEM file of a certificate authority to trust, besides the usual ones, for wss:// stream ' +
+        'URLs and https:// status callbacks (a test CA)',
+    )
+    .option(
+      '--stream-audio-seconds <s>',
+      `seconds of generated audio sent on each stream (default ${DEFAULT_STREAM_AUDIO_SECONDS})`,
+    )
     .addHelpText(
       'after',
       [
@@ -128,6 +157,10 @@ export function registerSimulateCommand(
         '  $ telesync simulate                                  # 20,000 calls, port 8080',
         '  $ telesync simulate --port 0 --calls 1000000 --seed demo',
         '  $ telesync simulate --rate-limit 300/5s --fault-429 0.05 --fault-5xx 0.02 --latency-ms 20',
+        '  $ telesync simulate --media-ca ./test-ca.pem --stream-audio-seconds 0.5',
+        '',
+        'Streams: POST /__admin/streams/{stream_id}/stop or /disconnect ends one; GET /__admin/streams',
+        'lists them.',
       ].join('\n'),
     )
     .action(async (flags: SimulateFlags) => {
@@ -171,6 +204,12 @@ async function runSimulate(
       `${sizes.endpoints} endpoints, ${sizes.callerIds} caller IDs, ${sizes.messages} messages, ${sizes.packs} packs`,
     `  rate limit: ${parsed.rateLimit === undefined ? 'none' : `${parsed.rateLimit.requests} requests per ${parsed.rateLimit.windowMs} ms per account`}`,
     `  faults: ${describeFaults(parsed.options.faults ?? {})}`,
+    `  streams: ${
+      parsed.options.connectMedia === true
+        ? `WebSockets opened to service_url, ${parsed.options.streamAudioSeconds ?? DEFAULT_STREAM_AUDIO_SECONDS} s of audio each` +
+          (flags.mediaCa === undefined ? '' : `, trusting the CA in ${flags.mediaCa}`)
+        : 'no WebSockets opened (--no-media)'
+    }; status callbacks signed with the account's token`,
     '',
     credentials.source === 'environment'
       ? `Account ${first.authId} (credentials from TELESYNC_AUTH_ID / TELESYNC_AUTH_TOKEN):`
@@ -195,7 +234,7 @@ async function runSimulate(
     );
   }
   lines.push(
-    `Admin: ${baseUrl}/__admin/stats, /__admin/faults, /__admin/dataset`,
+    `Admin: ${baseUrl}/__admin/stats, /__admin/faults, /__admin/dataset, /__admin/streams`,
     'Stop with Ctrl+C.',
   );
   io.out(lines.join('\n'));
@@ -308,6 +347,36 @@ function parseSimulateFlags(flags: SimulateFlags): ParsedFlags {
     );
   }
   options.faults = faults;
+
+  options.connectMedia = flags.media;
+  if (flags.realShapes === true) options.realShapes = true;
+  if (flags.mediaCa !== undefined) {
+    try {
+      options.mediaCa = readFileSync(flags.mediaCa, 'utf8');
+      if (!options.mediaCa.includes('-----BEGIN CERTIFICATE-----'))
+        problems.push(`--media-ca ${flags.mediaCa} holds no PEM certificate`);
+    } catch (error) {
+      problems.push(
+        `--media-ca ${flags.mediaCa} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+      );
+    }
+  }
+  if (flags.streamAudioSeconds !== undefined) {
+    const raw = flags.streamAudioSeconds;
+    const value = Number(raw);
+    if (
+      raw.trim() === '' ||
+      !Number.isFinite(value) ||
+      value < 0 ||
+      value > STREAM_AUDIO_SECONDS_MAX
+    ) {
+      problems.push(
+        `--stream-audio-seconds must be seconds from 0 to ${STREAM_AUDIO_SECONDS_MAX}, such as 0.5 (got "${raw}")`,
+      );
+    } else {
+      options.streamAudioSeconds = value;
+    }
+  }
 
   const accounts: SimulatorAccount[] = [];
   if ((flags.authId === undefined) !== (flags.authToken === undefined)) {

@@ -1,14 +1,26 @@
 import type { Command } from 'commander';
+import { WORKER_HEARTBEAT_MS } from '../app/worker-app.js';
+import type { Database } from '../db/connect.js';
+import {
+  findLiveWorkers,
+  findStreamJobCounts,
+  type WorkerRow,
+} from '../db/repositories/job-queue-repository.js';
+import { jobSchemaName } from '../jobs/job-settings.js';
+import { accountQueueName } from '../jobs/pg-boss-queue.js';
 import { pendingMigrations } from '../db/migrate.js';
 import {
   findKnownAccounts,
   findStreamStatus,
   type StreamStatus,
 } from '../db/repositories/status-repository.js';
-import { STREAM_NAMES } from '../sync/streams.js';
+import { runAgeSeconds, watermarkLagSeconds, wholeSeconds } from '../domain/freshness.js';
+import { STREAM_NAMES } from '../domain/streams.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
+import { writeNotice } from './notice.js';
 import { formatDuration } from './progress-reporter.js';
+import { epochMicrosFromMillis, fixIsoText, formatIsoFixed } from '../util/micros.js';
 
 const number = new Intl.NumberFormat('en-US');
 
@@ -29,18 +41,20 @@ export function registerStatusCommand(program: Command, context: CommandContext)
 }
 
 async function runStatus(context: CommandContext, json: boolean): Promise<ExitCode> {
-  const config = context.config();
-  return context.withDatabase('status', async (database) => {
+  const app = context.app('status');
+  return app.withDatabase(async (database) => {
     const pending = await pendingMigrations(database);
     if (pending.length > 0) {
-      context.io.err(
+      writeNotice(
+        context.io,
+        'error',
         `The schema "${database.schema}" at ${database.location} is not up to date (${pending.length} migration(s) pending): run telesync migrate.`,
       );
       return EXIT.FAILED;
     }
     const accounts = [
       ...new Set([
-        ...config.accounts.map((account) => account.authId),
+        ...app.config.accounts.map((account) => account.authId),
         ...(await findKnownAccounts(database.db)),
       ]),
     ].sort();
@@ -50,13 +64,15 @@ async function runStatus(context: CommandContext, json: boolean): Promise<ExitCo
         statuses.push(await findStreamStatus(database.db, database.schema, accountId, stream));
     }
     const now = Date.now();
+    const queue = await readQueueStatus(database, accounts);
     if (json) {
       context.io.out(
         JSON.stringify({
           database: database.location,
           schema: database.schema,
-          generated_at: new Date(now).toISOString(),
+          generated_at: formatIsoFixed(epochMicrosFromMillis(now)),
           streams: statuses.map((status) => statusJson(status, now)),
+          ...(queue === undefined ? {} : { queue }),
         }),
       );
       return EXIT.OK;
@@ -75,31 +91,64 @@ async function runStatus(context: CommandContext, json: boolean): Promise<ExitCo
         ),
       );
     }
+    if (queue !== undefined) {
+      context.io.out(`\njob queue (workers): ${queue.workers.length} live`);
+      for (const worker of queue.workers) {
+        context.io.out(
+          `  worker ${worker.worker_id}  ${worker.in_hand}/${worker.concurrency} in hand  last heartbeat ${worker.heartbeat_at}`,
+        );
+      }
+      for (const row of queue.jobs) {
+        context.io.out(
+          `  ${row.account.padEnd(24)} ${row.stream.padEnd(13)} waiting ${row.waiting}  active ${row.active}  failed ${row.failed}`,
+        );
+      }
+    }
     return EXIT.OK;
   });
 }
 
-/** Seconds between the watermark and now; null without a watermark. */
+/** Whole seconds between the watermark and now; null without a watermark. */
 function lagSeconds(status: StreamStatus, now: number): number | null {
   return status.watermark === null
     ? null
-    : Math.max(0, Math.round((now - Date.parse(status.watermark)) / 1000));
+    : wholeSeconds(watermarkLagSeconds(status.watermark, now));
 }
 
 function statusJson(status: StreamStatus, now: number): Record<string, unknown> {
   return {
     account: status.accountId,
     stream: status.stream,
-    watermark: status.watermark,
+    watermark: fixIsoText(status.watermark),
     lag_seconds: lagSeconds(status, now),
-    last_run: status.lastRun,
-    last_success_at: status.lastSuccessAt,
+    last_run: lastRunJson(status.lastRun),
+    last_success_at: fixIsoText(status.lastSuccessAt),
     rows: status.rows,
     deleted_rows: status.deletedRows,
     rejected: status.rejected,
     lookups: status.lookups,
     windows: status.windows,
-    gap: status.gap,
+    gap:
+      status.gap === null
+        ? null
+        : { start: fixIsoText(status.gap.start), end: fixIsoText(status.gap.end) },
+  };
+}
+
+/** The last run in snake_case, like every other field of `status --json`. */
+function lastRunJson(run: StreamStatus['lastRun']): Record<string, unknown> | null {
+  if (run === null) return null;
+  return {
+    id: run.id,
+    command: run.command,
+    status: run.status,
+    started_at: fixIsoText(run.startedAt),
+    finished_at: fixIsoText(run.finishedAt),
+    records_fetched: run.recordsFetched,
+    records_changed: run.recordsChanged,
+    records_rejected: run.recordsRejected,
+    requests: run.requests,
+    error: run.error,
   };
 }
 
@@ -120,7 +169,7 @@ function formatStatusTable(statuses: readonly StreamStatus[], now: number): stri
     const lastRun =
       run === null
         ? 'never'
-        : `${run.status} ${formatDuration((now - Date.parse(run.finishedAt ?? run.startedAt)) / 1000)} ago (${number.format(run.recordsChanged)} new or changed)`;
+        : `${run.status} ${formatDuration(runAgeSeconds(run.finishedAt ?? run.startedAt, now))} ago (${number.format(run.recordsChanged)} new or changed)`;
     const rowsText = status.deletedRows
       ? `${number.format(status.rows)} (+${number.format(status.deletedRows)} deleted)`
       : number.format(status.rows);
@@ -159,6 +208,11 @@ function formatStatusTable(statuses: readonly StreamStatus[], now: number): stri
         `  ! ${status.stream}: unrecoverable gap ${status.gap.start} to ${status.gap.end}: those calls left the 90-day horizon before they were synced`,
       );
     }
+    if (status.stream === 'trunk_calls' && status.watermark === null && status.rows > 0)
+      warnings.push(
+        `  i ${status.stream}: no incremental sync yet, so no watermark: the rows come from a backfill, ` +
+          'which leaves the watermark alone; telesync sync (or schedule) sets it',
+      );
     if ((status.windows?.failed ?? 0) > 0)
       warnings.push(
         `  ! ${status.stream}: ${status.windows?.failed} window(s) failed; the next run reads them again`,
@@ -169,4 +223,50 @@ function formatStatusTable(statuses: readonly StreamStatus[], now: number): stri
       );
   }
   return [line(header), ...rows.map(line), ...warnings].join('\n');
+}
+
+/** Workers seen within this many heartbeats are live. */
+const LIVE_HEARTBEATS = 3;
+
+interface QueueStatus {
+  workers: WorkerRow[];
+  jobs: { account: string; stream: string; waiting: number; active: number; failed: number }[];
+}
+
+/** The job queue's part of the status; undefined when there is no queue (embedded, or never migrated). */
+async function readQueueStatus(
+  database: Database,
+  accounts: readonly string[],
+): Promise<QueueStatus | undefined> {
+  const jobSchema = jobSchemaName(database.schema);
+  const queues = accounts.map(accountQueueName);
+  const counts = await findStreamJobCounts(database.root, jobSchema, queues);
+  const workers = await findLiveWorkers(
+    database.root,
+    jobSchema,
+    (LIVE_HEARTBEATS * WORKER_HEARTBEAT_MS) / 1_000,
+  );
+  if (counts.length === 0 && workers.length === 0) return undefined;
+  const jobs: QueueStatus['jobs'] = [];
+  for (const account of accounts) {
+    const queue = accountQueueName(account);
+    for (const stream of new Set(
+      counts.filter((row) => row.queue === queue).map((row) => row.stream),
+    )) {
+      const of = (...states: string[]): number =>
+        counts
+          .filter(
+            (row) => row.queue === queue && row.stream === stream && states.includes(row.state),
+          )
+          .reduce((sum, row) => sum + row.count, 0);
+      jobs.push({
+        account,
+        stream,
+        waiting: of('created', 'retry'),
+        active: of('active'),
+        failed: of('failed'),
+      });
+    }
+  }
+  return { workers, jobs };
 }

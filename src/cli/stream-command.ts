@@ -7,9 +7,10 @@ import {
   STREAM_CONTENT_TYPES,
   STREAM_DEFAULTS,
 } from '../api/stream-rules.js';
+import { streamCallbackUrl } from '../http/http-settings.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
-import { createAccountClients, createCliLogger, selectAccounts } from './service-context.js';
+import { writeNotice } from './notice.js';
 
 interface StreamStartOptions {
   url: string;
@@ -17,6 +18,8 @@ interface StreamStartOptions {
   audioTrack?: string;
   timeout?: string;
   callbackUrl?: string;
+  /** False with --no-callback. */
+  callback?: boolean;
   callbackMethod?: string;
   contentType?: string;
   extraHeaders?: string;
@@ -40,7 +43,11 @@ export function registerStreamCommand(program: Command, context: CommandContext)
       '--timeout <seconds>',
       `stop streaming after this many seconds (default ${STREAM_DEFAULTS.stream_timeout})`,
     )
-    .option('--callback-url <url>', 'receives stream events (connected, stopped, failed…)')
+    .option(
+      '--callback-url <url>',
+      "receives stream events (connected, stopped, failed…); default: telesync's own callback route when TELESYNC_PUBLIC_URL is set",
+    )
+    .option('--no-callback', 'ask for no stream events, even when TELESYNC_PUBLIC_URL is set')
     .option(
       '--callback-method <method>',
       `${CALLBACK_METHODS.join(' or ')} (default ${STREAM_DEFAULTS.status_callback_method})`,
@@ -60,7 +67,9 @@ export function registerStreamCommand(program: Command, context: CommandContext)
     .option('--json', "print the service's answer as JSON")
     .addHelpText(
       'after',
-      '\nEvery rule is checked before anything is sent.\n\nExamples:\n' +
+      '\nEvery rule is checked before anything is sent. With TELESYNC_PUBLIC_URL set, the stream reports its\n' +
+        "events (connected, stopped, failed…) to telesync's own callback route, where `telesync schedule`\n" +
+        'stores them in stream_events; --callback-url sends them elsewhere, --no-callback nowhere.\n\nExamples:\n' +
         '  $ telesync stream start 6efab1b5-4659-4fa0-a7e2-25a414cdeafb --url wss://media.example.com/audio\n' +
         '  $ telesync stream start 6efab1b5-… --url wss://media.example.com/audio --bidirectional --timeout 600 \\\n' +
         '      --callback-url https://hooks.example.com/stream --extra-headers callId123=abc',
@@ -93,38 +102,55 @@ async function runStreamStart(
     ...(options.contentType !== undefined ? { content_type: options.contentType } : {}),
     ...(options.extraHeaders !== undefined ? { extra_headers: options.extraHeaders } : {}),
   };
+  if (options.callback === false && options.callbackUrl !== undefined)
+    throw new UsageError(
+      '--callback-url and --no-callback contradict each other; give one of them',
+    );
   // Refused before any configuration or network is touched: a bad flag is a usage error.
+  checkedOrThrow(params);
+  const app = context.app('stream start');
+  const ownCallbackUrl =
+    options.callbackUrl === undefined && options.callback !== false
+      ? streamCallbackUrl(app.config.callbacks)
+      : undefined;
+  const checked = checkedOrThrow(
+    ownCallbackUrl === undefined ? params : { ...params, status_callback_url: ownCallbackUrl },
+  );
+  const accounts = app.selectAccounts(options.account);
+  if (accounts.length > 1)
+    throw new UsageError(
+      `several accounts are configured; say which one with --account (${accounts.map((a) => a.authId).join(', ')})`,
+    );
+  return app.withClients(accounts, async (clients) => {
+    try {
+      const answer = await clients[0]!.startStream(callUuid, checked.params);
+      context.io.out(
+        options.json === true
+          ? JSON.stringify(answer)
+          : `${answer.message || 'stream started'}: stream_id ${answer.stream_id} (api_id ${answer.api_id})\n` +
+              `  ${checked.params.audio_track} audio of call ${callUuid} to ${checked.params.service_url}${checked.params.bidirectional ? ', bidirectional' : ''}, ` +
+              `for at most ${checked.params.stream_timeout}s\n` +
+              `  its events: ${checked.params.status_callback_url === undefined ? 'none (no callback URL)' : `${checked.params.status_callback_method} ${checked.params.status_callback_url}`}\n` +
+              `  its record: telesync lookup streams ${callUuid}`,
+      );
+      return EXIT.OK;
+    } catch (error) {
+      if (error instanceof ApiError) {
+        writeNotice(context.io, 'error', `could not start the stream: ${error.message}`);
+        return EXIT.FAILED;
+      }
+      throw error;
+    }
+  });
+}
+
+/** The parameters with every default applied, or a usage error listing every broken rule. */
+function checkedOrThrow(params: Parameters<typeof checkStartStreamParams>[0]) {
   const checked = checkStartStreamParams(params);
   if (!checked.ok) {
     throw new UsageError(
       `cannot start the stream:\n${checked.violations.map((violation) => `  - ${violation.message}`).join('\n')}`,
     );
   }
-  const config = context.config();
-  const accounts = selectAccounts(config, options.account);
-  if (accounts.length > 1)
-    throw new UsageError(
-      `several accounts are configured; say which one with --account (${accounts.map((a) => a.authId).join(', ')})`,
-    );
-  const log = createCliLogger(config, context.io);
-  const { clients, close } = createAccountClients(config, accounts, log);
-  try {
-    const answer = await clients[0]!.startStream(callUuid, checked.params);
-    context.io.out(
-      options.json === true
-        ? JSON.stringify(answer)
-        : `${answer.message || 'stream started'}: stream_id ${answer.stream_id} (api_id ${answer.api_id})\n` +
-            `  ${checked.params.audio_track} audio of call ${callUuid} to ${checked.params.service_url}${checked.params.bidirectional ? ', bidirectional' : ''}, ` +
-            `for at most ${checked.params.stream_timeout}s\n  its record: telesync lookup streams ${callUuid}`,
-    );
-    return EXIT.OK;
-  } catch (error) {
-    if (error instanceof ApiError) {
-      context.io.err(`could not start the stream: ${error.message}`);
-      return EXIT.FAILED;
-    }
-    throw error;
-  } finally {
-    await close();
-  }
+  return checked;
 }

@@ -4,18 +4,16 @@ import {
   STREAM_DESCRIPTIONS,
   STREAM_NAMES,
   type StreamName,
-} from '../sync/streams.js';
-import { runStream, type SyncResult } from '../sync/sync-runner.js';
+} from '../domain/streams.js';
+import type { SyncResult } from '../sync/run-stream.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
-import { formatRunLine, runJson } from './run-report.js';
-import {
-  createAccountClients,
-  createCliLogger,
-  selectAccounts,
-  syncDependencies,
-} from './service-context.js';
+import { previewSync } from '../sync/run-preview.js';
+import { epochMicrosFromMillis } from '../util/micros.js';
+import { formatPreview, formatRunLine, previewJson, runJson } from './run-report.js';
+import { mapConcurrently } from '../util/map-concurrently.js';
 import { onShutdownSignal } from './shutdown.js';
+import { writeNotice } from './notice.js';
 
 /** How long `--wait` waits for another run of the same stream before giving up. */
 const LOCK_WAIT_MS = 6 * 60 * 60 * 1000;
@@ -31,16 +29,60 @@ export function registerSyncCommand(program: Command, context: CommandContext): 
       'wait for a run of the same stream in progress elsewhere, instead of skipping',
     )
     .option('--json', 'print one JSON object per run instead of text')
+    .option(
+      '--dry-run',
+      'print what each run would read and what it costs, from the ledger; change nothing',
+    )
     .addHelpText(
       'after',
       `\nStreams:\n${STREAM_NAMES.map((name) => `  ${name.padEnd(13)}${STREAM_DESCRIPTIONS[name]}`).join('\n')}\n\n` +
-        'Examples:\n  $ telesync sync                   # every stream\n  $ telesync sync trunk_calls       # just the call records\n  $ telesync sync messages powerpacks --json',
+        'Examples:\n  $ telesync sync                   # every stream\n  $ telesync sync trunk_calls       # just the call records\n  $ telesync sync messages powerpacks --json\n  $ telesync sync trunk_calls --dry-run',
     )
-    .action(
-      async (streams: string[], options: { account?: string; wait?: boolean; json?: boolean }) => {
-        context.setExit(await runSync(context, parseStreams(streams), options));
-      },
-    );
+    .action(async (streams: string[], options: SyncOptions) => {
+      context.setExit(
+        options.dryRun === true
+          ? await previewRuns(context, parseStreams(streams), options)
+          : await runSync(context, parseStreams(streams), options),
+      );
+    });
+}
+
+interface SyncOptions {
+  account?: string;
+  wait?: boolean;
+  json?: boolean;
+  dryRun?: boolean;
+}
+
+/** `--dry-run`: the plan of each run, from the ledger and queues; nothing sent, nothing written. */
+async function previewRuns(
+  context: CommandContext,
+  streams: readonly StreamName[],
+  options: SyncOptions,
+): Promise<ExitCode> {
+  const app = context.app('sync');
+  const accounts = app.selectAccounts(options.account);
+  const maxRps = app.config.api.maxRps;
+  const now = epochMicrosFromMillis(Date.now());
+  return app.withDatabase(async (database) => {
+    if (options.json !== true)
+      writeNotice(
+        context.io,
+        'info',
+        'dry run: nothing is sent to the service and nothing is written',
+      );
+    for (const account of accounts) {
+      for (const stream of streams) {
+        const preview = await previewSync(database, account.authId, stream, app.config.sync, now);
+        context.io.out(
+          options.json === true
+            ? JSON.stringify(previewJson(preview, maxRps))
+            : formatPreview(preview, maxRps),
+        );
+      }
+    }
+    return EXIT.OK;
+  });
 }
 
 /** The streams named on the command line, or all; an unknown name lists the known ones. */
@@ -58,28 +100,34 @@ export function parseStreams(names: readonly string[]): StreamName[] {
 async function runSync(
   context: CommandContext,
   streams: readonly StreamName[],
-  options: { account?: string; wait?: boolean; json?: boolean },
+  options: SyncOptions,
 ): Promise<ExitCode> {
-  const config = context.config();
-  const accounts = selectAccounts(config, options.account);
-  return context.withDatabase('sync', async (database) => {
-    const log = createCliLogger(config, context.io);
-    const { clients, close } = createAccountClients(config, accounts, log);
+  const app = context.app('sync');
+  const accounts = app.selectAccounts(options.account);
+  return app.withSync(accounts, async ({ clients, runStream }) => {
     const shutdown = onShutdownSignal(() =>
-      context.io.err('stopping after the batch in hand… (press Ctrl-C again to force)'),
+      writeNotice(
+        context.io,
+        'warn',
+        'stopping after the batch in hand… (press Ctrl-C again to force)',
+      ),
     );
     const results: SyncResult[] = [];
     try {
-      for (const client of clients) {
+      // Accounts side by side (each has its own transport and budget); one account's streams in
+      // turn, so its budget is never shared by two runs.
+      await mapConcurrently(clients, app.config.accountConcurrency, async (client) => {
         for (const stream of streams) {
           if (shutdown.signal.aborted) break;
-          const result = await runStream(syncDependencies(config, database, log), client, {
+          const result = await runStream(client, {
             stream,
             command: 'sync',
             lockWaitMs: options.wait === true ? LOCK_WAIT_MS : 0,
             signal: shutdown.signal,
             onWait: () =>
-              context.io.err(
+              writeNotice(
+                context.io,
+                'info',
                 `${stream}: another telesync run of this stream is in progress; waiting for it (--wait)`,
               ),
           });
@@ -88,12 +136,21 @@ async function runSync(
             options.json === true ? JSON.stringify(runJson(result)) : formatRunLine(result),
           );
         }
-      }
+      });
     } finally {
       shutdown.dispose();
-      await close();
     }
     if (shutdown.signal.aborted) return EXIT.FAILED;
-    return results.some((result) => result.status === 'failed') ? EXIT.FAILED : EXIT.OK;
+    const skipped = results.filter((result) => result.status === 'skipped');
+    if (skipped.length > 0) {
+      // A skipped run read nothing: a script must not take it for a sync that happened.
+      context.io.err(
+        `not synced: ${skipped.map((result) => `${result.stream} (${result.accountId})`).join(', ')}, ` +
+          'another run held the lock; run again later, or with --wait to wait for it',
+      );
+    }
+    return results.some((result) => result.status === 'failed' || result.status === 'skipped')
+      ? EXIT.FAILED
+      : EXIT.OK;
   });
 }

@@ -27,6 +27,23 @@ export function advisoryLockKey(name: string): string {
   return createHash('sha256').update(name).digest().readBigInt64BE(0).toString();
 }
 
+/** The connection holding the lock ended: the lock is no longer held, whatever the holder does. */
+export class LockLostError extends Error {
+  override name = 'LockLostError';
+  constructor(
+    readonly lockName: string,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `lost the database connection holding the lock ${lockName}; the run stopped writing (another run may now hold the lock). The next run continues from what was committed`,
+      options,
+    );
+  }
+}
+
+/** How often the connection holding a lock is checked to be alive. */
+const LOCK_HEARTBEAT_MS = 1_000;
+
 export interface LockOptions {
   /** Keep trying for this long before giving up; 0 gives up at once. */
   waitMs: number;
@@ -38,13 +55,16 @@ export interface LockOptions {
 
 /**
  * Runs `use` while holding the lock named `name`. Throws LockBusyError when it is held elsewhere
- * and not released within `waitMs`.
+ * and not released within `waitMs`. `use` gets a signal that aborts, with LockLostError as its
+ * reason, when the connection holding the lock ends (checked every second, and whenever `use`
+ * calls `verifyLock`): from then on the lock may be someone else's, so the holder must stop
+ * writing.
  */
 export async function withAdvisoryLock<T>(
   database: Database,
   name: string,
   options: LockOptions,
-  use: () => Promise<T>,
+  use: (lockLost: AbortSignal, verifyLock: () => Promise<boolean>) => Promise<T>,
 ): Promise<T> {
   const qualified = `${database.schema}:${name}`;
   const key = advisoryLockKey(`telesync:${qualified}`);
@@ -69,9 +89,29 @@ export async function withAdvisoryLock<T>(
       );
     }
     heldInProcess.add(qualified);
+    const lost = new AbortController();
+    let checking: Promise<boolean> | undefined;
+    /** Whether the lock is still held: its connection answers. Aborts `lost` when it does not. */
+    const verify = (): Promise<boolean> => {
+      if (lost.signal.aborted) return Promise.resolve(false);
+      checking ??= sql`SELECT 1`
+        .execute(connection)
+        .then(
+          () => true,
+          (error: unknown) => {
+            lost.abort(new LockLostError(name, { cause: error }));
+            return false;
+          },
+        )
+        .finally(() => (checking = undefined));
+      return checking;
+    };
+    const heartbeat = setInterval(() => void verify(), LOCK_HEARTBEAT_MS);
+    heartbeat.unref();
     try {
-      return await use();
+      return await use(lost.signal, verify);
     } finally {
+      clearInterval(heartbeat);
       heldInProcess.delete(qualified);
       await sql`SELECT pg_advisory_unlock(${key}::bigint)`
         .execute(connection)

@@ -1,10 +1,11 @@
 import { join, resolve } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { Kysely } from 'kysely';
-import type { DatabaseConfig } from '../config/config-types.js';
+import { Kysely, sql } from 'kysely';
+import { describeError } from '../util/coerce-error.js';
 import { redactUrl } from '../util/redact.js';
 import { PGliteDialect } from './drivers/pglite-driver.js';
 import { PgDialect } from './drivers/pg-driver.js';
+import type { DatabaseSettings } from './database-settings.js';
 import { lockEmbeddedDirectory } from './embedded-lock.js';
 import type { Tables } from './schema.js';
 import { SESSION_SETTINGS, TEXT_PARSERS } from './type-parsers.js';
@@ -24,6 +25,27 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** The database could not be reached or used at all (down, wrong address, refused). */
+export class DatabaseUnreachableError extends Error {
+  override name = 'DatabaseUnreachableError';
+}
+
+/**
+ * Checks that `database` answers, so a command fails once, in one line, instead of once per
+ * stream. Throws DatabaseUnreachableError naming the location and the cause.
+ */
+export async function pingDatabase(database: Database): Promise<void> {
+  try {
+    await sql`SELECT 1`.execute(database.root);
+  } catch (error) {
+    throw new DatabaseUnreachableError(
+      `cannot use the database at ${database.location}: ${describeError(error)}; ` +
+        'check DATABASE_URL and that PostgreSQL is running',
+      { cause: error },
+    );
+  }
+}
+
 export interface OpenDatabaseOptions {
   /** Names the process in the embedded lock file, for the "in use by" message. */
   command?: string;
@@ -41,7 +63,7 @@ export const EMBEDDED_PGDATA_DIR = 'pgdata';
  * place that knows which one it is.
  */
 export async function openDatabase(
-  config: DatabaseConfig,
+  config: DatabaseSettings,
   options: OpenDatabaseOptions = {},
 ): Promise<Database> {
   if (config.url !== undefined) {

@@ -121,8 +121,9 @@ export async function upsertPreparedRows(
     );
     written = await runUpsert(trx, buildUpsertSql(schema, spec, { staging }), [syncedAt], spec);
     // ON COMMIT DELETE ROWS empties the staging table at commit; a second batch in the same
-    // transaction must not see the first one's rows.
-    await trx.executeQuery(CompiledQuery.raw(`TRUNCATE ${quoteIdent(staging)}`));
+    // transaction must not see the first one's rows. DELETE, not TRUNCATE: TRUNCATE gives the table
+    // a new file and so changes the catalog, which every other session must then catch up with.
+    await trx.executeQuery(CompiledQuery.raw(`DELETE FROM ${quoteIdent(staging)}`));
   } else {
     const rows = unique.map((index) => prepared.rows[index]!);
     const perStatement = Math.max(1, Math.floor(MAX_STATEMENT_PARAMETERS / spec.columns.length));

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { StreamStatus } from '../domain/stream-status.js';
 
 /**
  * The tables as Postgres stores them (table types). Wire types, the records as the service sends
@@ -130,6 +131,7 @@ export interface PowerpacksTable extends DataColumns {
   local_connect: boolean | null;
   sticky_sender: boolean | null;
   number_pool: string | null;
+  /** Null when the service left it out (not the same as `[]`). */
   number_priority: Json;
   api_id: string | null;
 }
@@ -289,7 +291,8 @@ export interface RejectedRecordsTable {
   reason: string;
   record_key: string | null;
   raw_payload: string | null;
-  raw_bytes: Uint8Array;
+  /** Null for a payload over QUARANTINE_PAYLOAD_MAX_BYTES (kept as its digest). */
+  raw_bytes: Uint8Array | null;
   payload_sha256: string;
   run_id: number | null;
   first_seen_at: Defaulted<Timestamp>;
@@ -304,7 +307,7 @@ export interface Tables {
   verified_caller_ids: VerifiedCallerIdsTable;
   messages: MessagesTable;
   powerpacks: PowerpacksTable;
-  call_streams: CallStreamsTable;
+  call_streams: CallStreamsTable & CallStreamStatusColumns;
   powerpack_number_priorities: PowerpackNumberPrioritiesView;
   billing_daily: BillingDailyView;
   messages_billing_daily: MessagesBillingDailyView;
@@ -316,8 +319,46 @@ export interface Tables {
   sync_runs: SyncRunsTable;
   sync_windows: SyncWindowsTable;
   rejected_records: RejectedRecordsTable;
+  stream_events: StreamEventsTable;
+  stream_events_daily: StreamEventsDailyView;
 }
 
 export type TrunkCallRow = Insertable<TrunkCallsTable>;
 export type SyncRun = Selectable<SyncRunsTable>;
 export type SyncWindow = Selectable<SyncWindowsTable>;
+
+/**
+ * call_streams columns kept from the stream's status callbacks (migration 0005), apart from the
+ * wire columns: lookups never write them.
+ */
+export interface CallStreamStatusColumns {
+  status: Defaulted<StreamStatus | null>;
+  status_at: Defaulted<Timestamp | null>;
+}
+
+/** One status callback of an audio stream, stored once per delivery (migration 0005). */
+export interface StreamEventsTable {
+  id: Generated<number>;
+  account_id: string;
+  call_uuid: string;
+  stream_id: string;
+  event: string;
+  event_time: Timestamp;
+  stream_status: StreamStatus | null;
+  error: string | null;
+  delivery_key: string;
+  raw: Json;
+  received_at: Defaulted<Timestamp>;
+}
+
+/** View: stream events per UTC day, account, event and status. */
+export interface StreamEventsDailyView {
+  day: string;
+  account_id: string;
+  event: string;
+  stream_status: StreamStatus | null;
+  events: number;
+  streams: number;
+  calls: number;
+  with_error: number;
+}

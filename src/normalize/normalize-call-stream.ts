@@ -1,8 +1,7 @@
 import type { ReceivedRecord } from '../api/received-json.js';
 import type { CallStreamsTable } from '../db/schema.js';
 import type { NormalizeContext, NormalizeResult, NormalizedRow } from './normalize-result.js';
-import { orNull, parseTimestamp } from './parse.js';
-import { INVALID_INSTANT, openRecord, type RecordKind } from './record-reader.js';
+import { openRecord, type RecordKind } from './record-reader.js';
 
 /** A call_streams row as the normaliser builds it. */
 export type CallStreamsInsertRow = NormalizedRow<CallStreamsTable>;
@@ -13,10 +12,14 @@ const CALL_STREAM: RecordKind = {
   keyField: 'stream_id',
 };
 
-/** end_time is null while the stream is still running (assumption A23). */
-const parseEndTime = orNull(parseTimestamp);
-
-/** A stream record (spec 2.5) to its call_streams row, keyed by stream_id. */
+/**
+ * A stream record (spec 2.5) to its call_streams row, keyed by stream_id.
+ *
+ * The real service also lists streams in a shorter shape (A42): `stream_id`, `call_uuid`,
+ * `service_url`, a `status`, `status_callback_url`, and `start_time`/`end_time` null until the
+ * stream starts and ends. So only the identity and `service_url` are required; every other field
+ * may be absent or null and is then stored as null. Fields with no column (`status`) stay in raw.
+ */
 export function normalizeCallStream(
   record: ReceivedRecord,
   context: NormalizeContext,
@@ -28,17 +31,18 @@ export function normalizeCallStream(
     account_id: context.accountId,
     stream_id: r.identifier('stream_id'),
     call_uuid: r.identifier('call_uuid'),
-    service_auth_id: r.text('service_auth_id'),
-    resource_uri: r.text('resource_uri'),
+    service_auth_id: r.optionalText('service_auth_id'),
+    resource_uri: r.optionalText('resource_uri'),
     service_url: r.text('service_url'),
-    audio_track: r.text('audio_track'),
-    bidirectional: r.boolean('bidirectional'),
-    created_at: r.timestamp('created_at'),
-    start_time: r.timestamp('start_time'),
-    end_time: r.field('end_time', parseEndTime, INVALID_INSTANT)?.iso ?? null,
-    bill_duration: r.integer('bill_duration'),
-    rounded_bill_duration: r.integer('rounded_bill_duration'),
-    billed_amount: r.decimal('billed_amount'),
+    audio_track: r.optionalText('audio_track'),
+    bidirectional: r.optionalBoolean('bidirectional'),
+    created_at: r.optionalTimestamp('created_at'),
+    start_time: r.optionalTimestamp('start_time'),
+    // null while the stream is still running (assumption A23).
+    end_time: r.optionalTimestamp('end_time'),
+    bill_duration: r.optionalInteger('bill_duration'),
+    rounded_bill_duration: r.optionalInteger('rounded_bill_duration'),
+    billed_amount: r.optionalDecimal('billed_amount'),
     raw: opened.raw,
   };
   const rejection = r.finish();

@@ -16,6 +16,12 @@ const MESSAGE: RecordKind = {
  * A message detail record (spec 2.3) to its messages row. `is_domestic` arrives twice, as "false"
  * and as false: the values must agree and become one boolean. Enumerations are stored as received
  * (assumption A11).
+ *
+ * The real service sends `error_code` as null on a message not yet delivered or failed, and leaves
+ * out or nulls the fields of features a message did not use (DLT, 10DLC, WhatsApp conversations,
+ * carrier fees, sender packs) and those older records predate (A40). So only the fields every
+ * documented record carries are required; `error_code` must be present but may be null; the rest
+ * may be absent or null and are then stored as null. An empty text stays empty (A20).
  */
 export function normalizeMessage(
   record: ReceivedRecord,
@@ -34,30 +40,30 @@ export function normalizeMessage(
     message_time: r.timestamp('message_time'),
     from_number: r.text('from_number'),
     to_number: r.text('to_number'),
-    replaced_sender: r.text('replaced_sender'),
-    destination_country_iso2: r.text('destination_country_iso2'),
-    destination_network: r.text('destination_network'),
-    mcc: r.text('mcc'),
-    mnc: r.text('mnc'),
+    replaced_sender: r.optionalText('replaced_sender'),
+    destination_country_iso2: r.optionalText('destination_country_iso2'),
+    destination_network: r.optionalText('destination_network'),
+    mcc: r.optionalText('mcc'),
+    mnc: r.optionalText('mnc'),
     units: r.integer('units'),
     total_rate: r.decimal('total_rate'),
     total_amount: r.decimal('total_amount'),
-    carrier_fees_rate: r.decimal('carrier_fees_rate'),
-    carrier_fees: r.decimal('carrier_fees'),
-    error_code: r.text('error_code'),
-    is_domestic: r.boolean('is_domestic'),
-    powerpack_id: r.text('powerpack_id'),
-    tendlc_campaign_id: r.text('tendlc_campaign_id'),
-    tendlc_registration_status: r.text('tendlc_registration_status'),
-    dlt_entity_id: r.text('dlt_entity_id'),
-    dlt_template_id: r.text('dlt_template_id'),
-    dlt_template_category: r.text('dlt_template_category'),
-    requester_ip: r.text('requester_ip'),
-    conversation_id: r.text('conversation_id'),
-    conversation_origin: r.text('conversation_origin'),
-    conversation_expiration_timestamp: r.timestamp('conversation_expiration_timestamp'),
-    log: r.text('log'),
-    api_id: r.text('api_id'),
+    carrier_fees_rate: r.optionalDecimal('carrier_fees_rate'),
+    carrier_fees: r.optionalDecimal('carrier_fees'),
+    error_code: r.nullableText('error_code'),
+    is_domestic: r.optionalBoolean('is_domestic'),
+    powerpack_id: r.optionalText('powerpack_id'),
+    tendlc_campaign_id: r.optionalText('tendlc_campaign_id'),
+    tendlc_registration_status: r.optionalText('tendlc_registration_status'),
+    dlt_entity_id: r.optionalText('dlt_entity_id'),
+    dlt_template_id: r.optionalText('dlt_template_id'),
+    dlt_template_category: r.optionalText('dlt_template_category'),
+    requester_ip: r.optionalText('requester_ip'),
+    conversation_id: r.optionalText('conversation_id'),
+    conversation_origin: r.optionalText('conversation_origin'),
+    conversation_expiration_timestamp: r.optionalTimestamp('conversation_expiration_timestamp'),
+    log: r.optionalText('log'),
+    api_id: r.optionalText('api_id'),
     raw: opened.raw,
   };
   const rejection = r.finish();

@@ -1,4 +1,5 @@
 import type { Insertable } from 'kysely';
+import type { StreamName } from '../domain/streams.js';
 
 /**
  * What every normaliser returns. A normaliser turns one received record into the row of its table,
@@ -6,8 +7,7 @@ import type { Insertable } from 'kysely';
  */
 
 /** The streams whose records are normalised (the `stream` of rejected_records). */
-export type NormalizedStream =
-  'trunk_calls' | 'endpoints' | 'caller_ids' | 'messages' | 'powerpacks' | 'call_streams';
+export type NormalizedStream = StreamName;
 
 /** What a normaliser needs besides the record. */
 export interface NormalizeContext {
@@ -27,6 +27,17 @@ export interface Rejection {
   readonly reason: string;
   /** The record's identifier (call_uuid, endpoint_id, …) when it could be read. */
   readonly recordKey?: string;
+}
+
+/** A record that did not fit, as the quarantine (rejected_records) keeps it. */
+export interface RejectedRecord {
+  readonly accountId: string;
+  readonly stream: NormalizedStream;
+  readonly reason: string;
+  /** The record's identifier when it could be read. */
+  readonly recordKey: string | undefined;
+  /** The record's bytes exactly as received. */
+  readonly bytes: Uint8Array;
 }
 
 /** A record that fits: its row and its identifier. */

@@ -2,15 +2,8 @@ import type { ReceivedRecord } from '../api/received-json.js';
 import type { TrunkCallsTable } from '../db/schema.js';
 import type { EpochMicros } from '../util/micros.js';
 import type { NormalizeContext, NormalizeResult, NormalizedRow } from './normalize-result.js';
-import {
-  orNull,
-  parseText,
-  parseTimestamp,
-  PARSED_NULL,
-  type FieldParser,
-  type Instant,
-} from './parse.js';
-import { INVALID_INSTANT, openRecord, type RecordKind } from './record-reader.js';
+import { PARSED_NULL, type FieldParser, type Instant } from './parse.js';
+import { INVALID_INSTANT, openRecord, timestampParser, type RecordKind } from './record-reader.js';
 
 /** A trunk_calls row as the normaliser builds it. */
 export type TrunkCallsInsertRow = NormalizedRow<TrunkCallsTable>;
@@ -21,15 +14,25 @@ const TRUNK_CALL: RecordKind = {
   keyField: 'call_uuid',
 };
 
-const parseTextOrNull = orNull(parseText);
+/**
+ * Trunk call times are UTC (spec 4.6 rule 4); the real service writes them without an offset
+ * (`2024-01-15 14:32:00`), the spec's samples with one. Both are read (assumption A38).
+ */
+const UTC_WITHOUT_OFFSET = { withoutOffset: 'utc' } as const;
+const parseCallTime = timestampParser(UTC_WITHOUT_OFFSET);
 
 /** answer_time of a call never answered may be empty, null or absent (assumptions A21, A28). */
 const parseAnswerTime: FieldParser<Instant | null> = (value) =>
-  value === '' || value === null ? PARSED_NULL : parseTimestamp(value);
+  value === '' || value === null ? PARSED_NULL : parseCallTime(value);
 
 /**
  * A trunk call record (spec 2.6) to its trunk_calls row. Also returns `endTimeMicros`, the record's
- * end_time as epoch microseconds, by which the extractor places the call in its window.
+ * end_time as epoch microseconds, by which the stream places the call in its window.
+ *
+ * The fields the real service's records are documented without (A39: parent and conference
+ * identifiers, api_id, resource_uri, call_state, billed_duration, Stir_attestation,
+ * voice_network_group, source_ip) may be left out or null, and are then stored as null. A record
+ * must still carry the call's identity, times, durations, amounts and hangup details.
  */
 export function normalizeTrunkCall(
   record: ReceivedRecord,
@@ -43,29 +46,30 @@ export function normalizeTrunkCall(
   const row: TrunkCallsInsertRow = {
     account_id: context.accountId,
     call_uuid: r.identifier('call_uuid'),
-    parent_call_uuid: r.field('parent_call_uuid', parseTextOrNull, null),
-    conference_uuid: r.field('conference_uuid', parseTextOrNull, null),
-    api_id: r.text('api_id'),
-    resource_uri: r.text('resource_uri'),
+    parent_call_uuid: r.optionalText('parent_call_uuid'),
+    conference_uuid: r.optionalText('conference_uuid'),
+    api_id: r.optionalText('api_id'),
+    resource_uri: r.optionalText('resource_uri'),
     call_direction: r.text('call_direction'),
-    call_state: r.text('call_state'),
+    call_state: r.optionalText('call_state'),
     from_number: r.text('from_number'),
     to_number: r.text('to_number'),
-    initiation_time: r.timestamp('initiation_time'),
+    initiation_time: r.field('initiation_time', parseCallTime, INVALID_INSTANT).iso,
     answer_time: r.optionalField('answer_time', parseAnswerTime, null)?.iso ?? null,
-    end_time: (endTime = r.field('end_time', parseTimestamp, INVALID_INSTANT)).iso,
+    end_time: (endTime = r.field('end_time', parseCallTime, INVALID_INSTANT)).iso,
     call_duration: r.integer('call_duration'),
     bill_duration: r.integer('bill_duration'),
-    billed_duration: r.integer('billed_duration'),
+    billed_duration: r.optionalInteger('billed_duration'),
     total_rate: r.decimal('total_rate'),
     total_amount: r.decimal('total_amount'),
     hangup_cause_code: r.integer('hangup_cause_code'),
     hangup_cause_name: r.text('hangup_cause_name'),
+    // Stored as received: records say Caller, Callee or Error, or customer, carrier or trunk (A29).
     hangup_source: r.text('hangup_source'),
     stir_verification: r.text('stir_verification'),
-    stir_attestation: r.text('Stir_attestation'),
-    voice_network_group: r.text('voice_network_group'),
-    source_ip: r.text('source_ip'),
+    stir_attestation: r.optionalText('Stir_attestation'),
+    voice_network_group: r.optionalText('voice_network_group'),
+    source_ip: r.optionalText('source_ip'),
     raw: opened.raw,
   };
   const rejection = r.finish();

@@ -12,7 +12,14 @@ const VERIFIED_CALLER_ID: RecordKind = {
   keyField: 'phone_number',
 };
 
-/** A verified caller ID (spec 2.2) to its verified_caller_ids row, keyed by phone_number. */
+/**
+ * A verified caller ID (spec 2.2) to its verified_caller_ids row, keyed by phone_number.
+ *
+ * The real service's single-number answer (`GET …/VerifiedCallerId/{phone_number}`) carries no
+ * `resource_uri`, and its documented samples leave out `modified_at` and `subaccount` (A41): these
+ * three may be absent or null and are then stored as null. Times may carry up to nine fraction
+ * digits (A24).
+ */
 export function normalizeVerifiedCallerId(
   record: ReceivedRecord,
   context: NormalizeContext,
@@ -26,9 +33,9 @@ export function normalizeVerifiedCallerId(
     alias: r.text('alias'),
     country: r.text('country'),
     created_at: r.timestamp('created_at'),
-    modified_at: r.timestamp('modified_at'),
-    resource_uri: r.text('resource_uri'),
-    subaccount: r.text('subaccount'),
+    modified_at: r.optionalTimestamp('modified_at'),
+    resource_uri: r.optionalText('resource_uri'),
+    subaccount: r.optionalText('subaccount'),
     verification_uuid: r.text('verification_uuid'),
     raw: opened.raw,
   };

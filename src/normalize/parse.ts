@@ -222,7 +222,10 @@ const CHAR_DOT = 46;
 
 /** Position of the first character after seconds in `YYYY-MM-DD HH:MM:SS`. */
 const SECONDS_END = 19;
-const FRACTION_MAX_DIGITS = 6;
+/** Digits of a fraction accepted: nanoseconds (the service sends up to 9 on caller IDs, A24). */
+const FRACTION_MAX_DIGITS = 9;
+/** Digits kept: microseconds, what timestamptz holds. Further digits are dropped, not rounded. */
+const FRACTION_KEPT_DIGITS = 6;
 const FRACTION_SCALE = [1, 100_000, 10_000, 1_000, 100, 10, 1] as const;
 
 /** The two-digit number at `at`, or -1 when either character is not a digit. */
@@ -243,12 +246,15 @@ function timestampFailure(expected: string, text: string, detail?: string): Pars
  * - `YYYY-MM-DD HH:MM:SS+HH:MM` (trunk calls, streams, conversation expiry),
  * - `YYYY-MM-DD HH:MM:SS.ffffff+HH:MM` (message_time, stream created_at),
  * - `YYYY-MM-DDTHH:MM:SS.ffffffZ` (ISO 8601 UTC: caller IDs, sender packs),
- * - `YYYY-MM-DD HH:MM:SS` with no offset, only with `{ withoutOffset: 'utc' }` (sip_expires, A18).
+ * - `YYYY-MM-DD HH:MM:SS` with no offset, only with `{ withoutOffset: 'utc' }` (sip_expires, A18;
+ *   trunk call times, which the real service sends without an offset, A38).
  *
- * Either `T` or a space separates date and time; the fraction has 1 to 6 digits or is absent; the
+ * Either `T` or a space separates date and time; the fraction has 1 to 9 digits or is absent; the
  * offset is `Z` or `±HH:MM` up to ±15:59 (assumption A24). Dates and times must exist: no February
  * 30th, no hour 24, no minute or second 60. Years TIMESTAMP_YEAR_MIN–TIMESTAMP_YEAR_MAX.
- * No Date is involved in reading: every microsecond is kept.
+ * No Date is involved in reading: every microsecond is kept. Digits beyond the sixth (the service
+ * sends nanoseconds on some records) are dropped, not rounded, so the instant never moves into the
+ * next microsecond; the row's `raw` keeps them.
  */
 export function parseTimestamp(value: unknown, options?: TimestampOptions): Parsed<Instant> {
   const utcWithoutOffset = options?.withoutOffset === 'utc';
@@ -288,7 +294,7 @@ export function parseTimestamp(value: unknown, options?: TimestampOptions): Pars
     while (at < text.length) {
       const code = text.charCodeAt(at);
       if (code < CHAR_0 || code > CHAR_9) break;
-      fraction = fraction * 10 + (code - CHAR_0);
+      if (at - start < FRACTION_KEPT_DIGITS) fraction = fraction * 10 + (code - CHAR_0);
       at++;
     }
     const digits = at - start;
@@ -297,10 +303,10 @@ export function parseTimestamp(value: unknown, options?: TimestampOptions): Pars
       return timestampFailure(
         expected,
         text,
-        `${digits} fractional digits, more than the 6 of microseconds`,
+        `${digits} fractional digits, more than the 9 of nanoseconds`,
       );
     }
-    fraction *= FRACTION_SCALE[digits]!;
+    fraction *= FRACTION_SCALE[Math.min(digits, FRACTION_KEPT_DIGITS)]!;
   }
 
   let offsetMinutes = 0;
@@ -454,4 +460,90 @@ export function toStorableText(text: string, maxLength = 500): string {
   if (isStorableText(short)) return short;
   // JSON.stringify escapes U+0000 and lone surrogates; drop its surrounding quotes.
   return JSON.stringify(short).slice(1, -1);
+}
+
+const WHOLE_NUMBER_TEXT = /^-?(?:0|[1-9][0-9]*)$/;
+
+/**
+ * The text of the JSON number given for the top-level `key` of a record, exactly as written (so
+ * `33660394121755210` keeps the digits JSON.parse would round); undefined when the key is absent
+ * or its value is not a number. Reads the first occurrence of the key. Pure; never throws on
+ * well-formed JSON, which the record text is (it was parsed before).
+ */
+export function findTopLevelNumberText(recordText: string, key: string): string | undefined {
+  let at = skipJsonWhitespace(recordText, 0);
+  if (recordText[at] !== '{') return undefined;
+  at = skipJsonWhitespace(recordText, at + 1);
+  while (at < recordText.length && recordText[at] === '"') {
+    const keyEnd = endOfJsonString(recordText, at);
+    const name = JSON.parse(recordText.slice(at, keyEnd)) as string;
+    at = skipJsonWhitespace(recordText, keyEnd);
+    at = skipJsonWhitespace(recordText, at + 1); // past ':'
+    const valueEnd = endOfJsonValue(recordText, at);
+    if (name === key) {
+      const literal = recordText.slice(at, valueEnd);
+      return /^[-0-9]/.test(literal) ? literal : undefined;
+    }
+    at = skipJsonWhitespace(recordText, valueEnd);
+    if (recordText[at] === ',') at = skipJsonWhitespace(recordText, at + 1);
+  }
+  return undefined;
+}
+
+function skipJsonWhitespace(text: string, at: number): number {
+  let i = at;
+  while (i < text.length && ' \t\n\r'.includes(text[i]!)) i++;
+  return i;
+}
+
+function endOfJsonString(text: string, at: number): number {
+  let i = at + 1;
+  while (i < text.length) {
+    const char = text[i]!;
+    if (char === '\\') i += 2;
+    else if (char === '"') return i + 1;
+    else i++;
+  }
+  return text.length;
+}
+
+function endOfJsonValue(text: string, at: number): number {
+  const first = text[at];
+  if (first === '"') return endOfJsonString(text, at);
+  if (first !== '{' && first !== '[') {
+    let i = at;
+    while (i < text.length && !',}] \t\n\r'.includes(text[i]!)) i++;
+    return i;
+  }
+  let depth = 0;
+  let i = at;
+  while (i < text.length) {
+    const char = text[i]!;
+    if (char === '"') {
+      i = endOfJsonString(text, i);
+      continue;
+    }
+    if (char === '{' || char === '[') depth++;
+    else if (char === '}' || char === ']') {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+    i++;
+  }
+  return text.length;
+}
+
+/**
+ * A text field the service may also send as a whole JSON number (a sender pack's
+ * `application_id`, A43): a number is stored as its text exactly as written, which `numberText`
+ * gives (the record's own digits; JSON.parse would round those past 2^53). Anything but text or a
+ * whole number is refused.
+ */
+export function textOrWholeNumberParser(numberText: () => string | undefined): FieldParser<string> {
+  return (value) => {
+    if (typeof value !== 'number') return parseText(value);
+    const written = numberText() ?? (Number.isSafeInteger(value) ? String(value) : undefined);
+    if (written !== undefined && WHOLE_NUMBER_TEXT.test(written)) return ok(written);
+    return fail(`must be text or a whole JSON number; got ${describeValue(value)}`);
+  };
 }

@@ -2,7 +2,9 @@ import type { ReceivedRecord } from '../api/received-json.js';
 import type { NormalizedStream, Rejected, Rejection } from './normalize-result.js';
 import {
   describeValue,
+  findTopLevelNumberText,
   findUnstorableText,
+  orNull,
   parseBoolean,
   parseDecimal,
   parseIdentifier,
@@ -11,9 +13,11 @@ import {
   parseTimestamp,
   quoteText,
   sameJson,
+  textOrWholeNumberParser,
   toStorableText,
   type FieldParser,
   type Instant,
+  type TimestampOptions,
 } from './parse.js';
 
 /**
@@ -49,6 +53,8 @@ export class RecordReader {
     private readonly fields: Readonly<Record<string, unknown>>,
     private readonly duplicates: Readonly<Record<string, readonly unknown[]>> | undefined,
     private readonly recordKey: string | undefined,
+    /** The record's text as received, for values JSON.parse cannot keep exactly. */
+    private readonly recordText?: string,
   ) {}
 
   /** A field the record must carry, read by `parse`. */
@@ -92,6 +98,48 @@ export class RecordReader {
   /** A timestamp with a UTC offset (or Z), as ISO text in UTC. */
   timestamp(key: string): string {
     return this.field(key, parseTimestamp, INVALID_INSTANT).iso;
+  }
+
+  /**
+   * A text the service may also send as a whole JSON number, stored as its digits exactly as
+   * written; null when given as null or left out.
+   */
+  optionalTextOrWholeNumber(key: string): string | null {
+    const recordText = this.recordText;
+    const parse = orNull(
+      textOrWholeNumberParser(() =>
+        recordText === undefined ? undefined : findTopLevelNumberText(recordText, key),
+      ),
+    );
+    return this.optionalField(key, parse, null);
+  }
+
+  /** A text the record must carry that may be JSON null (kept apart from an empty text). */
+  nullableText(key: string): string | null {
+    return this.field(key, parseTextOrNull, null);
+  }
+
+  /** A text the record may leave out or give as null: both are stored as null. */
+  optionalText(key: string): string | null {
+    return this.optionalField(key, parseTextOrNull, null);
+  }
+
+  optionalBoolean(key: string): boolean | null {
+    return this.optionalField(key, parseBooleanOrNull, null);
+  }
+
+  optionalInteger(key: string): number | null {
+    return this.optionalField(key, parseIntegerOrNull, null);
+  }
+
+  optionalDecimal(key: string): string | null {
+    return this.optionalField(key, parseDecimalOrNull, null);
+  }
+
+  /** A timestamp the record may leave out or give as null, as ISO text in UTC or null. */
+  optionalTimestamp(key: string, options?: TimestampOptions): string | null {
+    const parse = options === undefined ? parseTimestampOrNull : orNull(timestampParser(options));
+    return this.optionalField(key, parse, INVALID_INSTANT)?.iso ?? null;
   }
 
   /**
@@ -156,6 +204,17 @@ export class RecordReader {
   private reject(field: string, reason: string): void {
     this.#rejection ??= rejection(this.kind, reason, field, this.recordKey);
   }
+}
+
+const parseTextOrNull = orNull(parseText);
+const parseBooleanOrNull = orNull(parseBoolean);
+const parseIntegerOrNull = orNull(parseInteger);
+const parseDecimalOrNull = orNull(parseDecimal);
+const parseTimestampOrNull = orNull(parseTimestamp);
+
+/** parseTimestamp with options, as a FieldParser. */
+export function timestampParser(options: TimestampOptions): FieldParser<Instant> {
+  return (value) => parseTimestamp(value, options);
 }
 
 /** The field's name and the parser's reason; a reason starting with `[` continues its path. */
@@ -245,7 +304,7 @@ export function openRecord(record: ReceivedRecord, kind: RecordKind): OpenedReco
   }
   return {
     ok: true,
-    reader: new RecordReader(kind, fields, record.duplicateKeys, recordKey),
+    reader: new RecordReader(kind, fields, record.duplicateKeys, recordKey, record.text),
     value: fields,
     raw: record.text ?? fields,
   };

@@ -1,7 +1,9 @@
 import type { Database } from '../db/connect.js';
+import { findLatestRuns, pingDatabase } from '../db/repositories/health-repository.js';
 import { describeError } from '../util/coerce-error.js';
+import { withTimeout } from '../util/with-timeout.js';
 import { evaluateHealth, type DatabaseAnswer, type HealthReport } from './health.js';
-import { findLatestRuns, pingDatabase, withTimeout } from './health-repository.js';
+import type { HorizonUnread } from './read-coverage.js';
 
 /** How long /healthz waits for the database before calling it down. */
 export const HEALTH_DATABASE_TIMEOUT_MS = 3_000;
@@ -17,31 +19,39 @@ export interface HealthCheckOptions {
   /** The clock, epoch milliseconds. */
   readonly now: () => number;
   readonly timeoutMs?: number;
+  /**
+   * The horizon alarm: `alarmDays` (TELESYNC_HORIZON_ALARM_DAYS; 0 turns it off) and how to read
+   * the days it counts. Omitted: not judged.
+   */
+  readonly horizon?: {
+    readonly alarmDays: number;
+    readonly read: () => Promise<readonly HorizonUnread[]>;
+  };
 }
 
 /**
  * The /healthz check: pings the database (`SELECT 1`, bounded by `timeoutMs`), reads the latest
- * runs, and judges them with evaluateHealth. Never throws: a database that fails or hangs is
+ * runs (and the horizon alarm's days), and judges them with evaluateHealth. Never throws: a database that fails or hangs is
  * part of the verdict.
  */
 export function createHealthCheck(options: HealthCheckOptions): () => Promise<HealthReport> {
   const timeoutMs = options.timeoutMs ?? HEALTH_DATABASE_TIMEOUT_MS;
   return async () => {
     let database: DatabaseAnswer;
-    const ping = await pingDatabase(options.database, timeoutMs);
-    if (!ping.ok) {
-      database = ping;
-    } else {
-      try {
-        const runs = await withTimeout(
-          findLatestRuns(options.database.db, options.accountIds, options.streams),
-          timeoutMs,
-          'the query of the latest runs',
-        );
-        database = { ok: true, runs };
-      } catch (error) {
-        database = { ok: false, error: describeError(error) };
-      }
+    let unread: readonly HorizonUnread[] = [];
+    const { horizon } = options;
+    try {
+      await withTimeout(pingDatabase(options.database.root), timeoutMs, 'SELECT 1');
+      const runs = await withTimeout(
+        findLatestRuns(options.database.db, options.accountIds, options.streams),
+        timeoutMs,
+        'the query of the latest runs',
+      );
+      if (horizon !== undefined && horizon.alarmDays > 0)
+        unread = await withTimeout(horizon.read(), timeoutMs, 'the query of the window ledger');
+      database = { ok: true, runs };
+    } catch (error) {
+      database = { ok: false, error: describeError(error) };
     }
     return evaluateHealth({
       nowMs: options.now(),
@@ -50,6 +60,7 @@ export function createHealthCheck(options: HealthCheckOptions): () => Promise<He
       accountIds: options.accountIds,
       streams: options.streams,
       database,
+      ...(horizon === undefined ? {} : { horizon: { alarmDays: horizon.alarmDays, unread } }),
     });
   };
 }

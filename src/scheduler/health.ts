@@ -1,26 +1,12 @@
+import type { LatestRuns } from '../db/repositories/health-repository.js';
+import { runAgeSeconds, wholeSeconds } from '../domain/freshness.js';
 import { toEpochMicros } from '../util/micros.js';
+import type { HorizonUnread } from './read-coverage.js';
 
 /**
  * The verdict of /healthz, as a pure function of what the database said and the clock. The I/O
  * that gathers the rows lives in health-check.ts.
  */
-
-/** The latest runs of one account × stream, as the database has them. */
-export interface LatestRuns {
-  readonly accountId: string;
-  readonly stream: string;
-  /** The latest finished run; undefined when none. */
-  readonly last:
-    | {
-        readonly status: string;
-        /** ISO text. */
-        readonly finishedAt: string;
-        readonly error: string | null;
-      }
-    | undefined;
-  /** When the latest successful run finished (ISO text); undefined when none ever did. */
-  readonly lastSuccessAt: string | undefined;
-}
 
 /** What the database answered: its latest runs, or why it could not. */
 export type DatabaseAnswer =
@@ -38,6 +24,14 @@ export interface HealthInput {
   /** The scheduled streams; streams that are "off" are not judged. */
   readonly streams: readonly string[];
   readonly database: DatabaseAnswer;
+  /**
+   * The horizon alarm (TELESYNC_HORIZON_ALARM_DAYS): days about to leave the 90-day horizon
+   * unread, per account. Omitted (or `alarmDays` 0): not judged.
+   */
+  readonly horizon?: {
+    readonly alarmDays: number;
+    readonly unread: readonly HorizonUnread[];
+  };
 }
 
 /**
@@ -74,6 +68,17 @@ export interface HealthReport {
   readonly max_age_minutes: number;
   readonly database: { readonly ok: boolean; readonly error: string | null };
   readonly streams: readonly StreamHealth[];
+  /**
+   * The trunk_calls days within `alarm_days` of the 90-day horizon that are incomplete or
+   * unread, per account (only accounts with some); null when the alarm is off or the database
+   * did not answer.
+   */
+  readonly horizon: {
+    readonly alarm_days: number;
+    readonly unread: readonly { readonly account: string; readonly days: readonly string[] }[];
+  } | null;
+  /** Why the report is unhealthy, one sentence each; empty when healthy. */
+  readonly reasons: readonly string[];
 }
 
 /**
@@ -99,20 +104,23 @@ export function evaluateHealth(input: HealthInput): HealthReport {
   for (const account of input.accountIds) {
     for (const stream of input.streams) {
       const runs = byKey.get(`${account}\u0000${stream}`);
-      const finishedMs = runs?.last === undefined ? undefined : epochMs(runs.last.finishedAt);
-      const successMs = runs?.lastSuccessAt === undefined ? undefined : epochMs(runs.lastSuccessAt);
-      const ageSeconds = (ms: number | undefined) =>
-        ms === undefined ? null : Math.max(0, Math.round((input.nowMs - ms) / 1000));
+      const lastAge =
+        runs?.last === undefined ? undefined : runAgeSeconds(runs.last.finishedAt, input.nowMs);
+      const successAge =
+        runs?.lastSuccessAt === undefined
+          ? undefined
+          : runAgeSeconds(runs.lastSuccessAt, input.nowMs);
 
       const lastFailed = runs?.last?.status === 'failed';
-      const ranSinceStart = finishedMs !== undefined && finishedMs >= input.startedAtMs;
+      const ranSinceStart =
+        runs?.last !== undefined && toEpochMicros(runs.last.finishedAt) >= input.startedAtMs * 1000;
       let state: StreamHealthState;
       if (!input.database.ok) state = 'unknown';
-      else if (!lastFailed && successMs !== undefined && input.nowMs - successMs <= maxAgeMs)
+      else if (!lastFailed && successAge !== undefined && successAge <= input.maxAgeMinutes * 60)
         state = 'ok';
       else if (inGrace && !ranSinceStart) state = 'starting';
       else if (lastFailed) state = 'failed';
-      else state = successMs === undefined ? 'never_ran' : 'stale';
+      else state = successAge === undefined ? 'never_ran' : 'stale';
 
       streams.push({
         account,
@@ -121,14 +129,32 @@ export function evaluateHealth(input: HealthInput): HealthReport {
         healthy: state === 'ok' || state === 'starting',
         last_status: runs?.last?.status ?? null,
         last_finished_at: runs?.last?.finishedAt ?? null,
-        age_seconds: ageSeconds(finishedMs),
+        age_seconds: lastAge === undefined ? null : wholeSeconds(lastAge),
         last_success_at: runs?.lastSuccessAt ?? null,
-        last_success_age_seconds: ageSeconds(successMs),
+        last_success_age_seconds: successAge === undefined ? null : wholeSeconds(successAge),
         error: lastFailed ? (runs?.last?.error ?? null) : null,
       });
     }
   }
-  const healthy = input.database.ok && streams.every((stream) => stream.healthy);
+  const horizon =
+    input.database.ok && input.horizon !== undefined && input.horizon.alarmDays > 0
+      ? {
+          alarm_days: input.horizon.alarmDays,
+          unread: input.horizon.unread
+            .filter((account) => account.days.length > 0)
+            .map((account) => ({ account: account.accountId, days: account.days })),
+        }
+      : null;
+  const reasons: string[] = [];
+  if (!input.database.ok) reasons.push(`the database did not answer: ${input.database.error}`);
+  for (const stream of streams)
+    if (!stream.healthy) reasons.push(describeStreamState(stream, input.maxAgeMinutes));
+  for (const account of horizon?.unread ?? [])
+    reasons.push(describeHorizonUnread(account, horizon?.alarm_days ?? 0));
+  const healthy =
+    input.database.ok &&
+    streams.every((stream) => stream.healthy) &&
+    (horizon?.unread.length ?? 0) === 0;
   return {
     status: healthy ? 'ok' : 'unhealthy',
     healthy,
@@ -139,10 +165,36 @@ export function evaluateHealth(input: HealthInput): HealthReport {
       ? { ok: true, error: null }
       : { ok: false, error: input.database.error },
     streams,
+    horizon,
+    reasons,
   };
 }
 
-/** Epoch milliseconds of a timestamp as the database returns it (ISO text with microseconds). */
-function epochMs(iso: string): number {
-  return Math.floor(toEpochMicros(iso) / 1000);
+function describeStreamState(stream: StreamHealth, maxAgeMinutes: number): string {
+  const what = `${stream.account} ${stream.stream}`;
+  switch (stream.state) {
+    case 'failed':
+      return `${what}: the latest run failed${stream.error === null ? '' : `: ${stream.error}`}`;
+    case 'stale':
+      return `${what}: no successful run in the last ${maxAgeMinutes} minutes`;
+    case 'never_ran':
+      return `${what}: no run ever succeeded`;
+    default:
+      return `${what}: ${stream.state}`;
+  }
+}
+
+function describeHorizonUnread(
+  account: { readonly account: string; readonly days: readonly string[] },
+  alarmDays: number,
+): string {
+  const first = account.days[0] ?? '';
+  const last = account.days.at(-1) ?? first;
+  // --to is exclusive: the day after the last one.
+  const to = new Date(Date.parse(`${last}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+  return (
+    `${account.account}: ${account.days.length} trunk_calls day(s) within ${alarmDays} days of the ` +
+    `90-day horizon are incomplete or unread (${account.days.join(', ')}); the service stops ` +
+    `serving them soon: run \`telesync backfill --from ${first} --to ${to}\``
+  );
 }

@@ -1,8 +1,9 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { SyncResult } from '../sync/sync-runner.js';
+import { watermarkLagSeconds } from '../domain/freshness.js';
+import type { SyncResult } from '../sync/run-stream.js';
 import { coerceError } from '../util/coerce-error.js';
-import { toEpochMicros } from '../util/micros.js';
-import type { WatermarkRow } from './health-repository.js';
+import type { WatermarkRow } from '../db/repositories/health-repository.js';
+import type { HorizonUnread } from './read-coverage.js';
 
 /** Why a tick did not run: the previous run of its stream was still going, or it came too late. */
 export type MissedTickReason = 'overlap' | 'missed';
@@ -20,8 +21,20 @@ export interface SchedulerMetricsOptions {
   readonly now: () => number;
   /** Node's process metrics (CPU, memory, event loop) on the same registry; default true. */
   readonly processMetrics?: boolean;
-  /** Told when the watermarks could not be read (the scrape still answers, without the gauge). */
+  /**
+   * Reads the horizon alarm on each scrape of /metrics; without it the horizon gauge stays
+   * empty.
+   */
+  readonly readHorizonUnread?: () => Promise<readonly HorizonUnread[]>;
+  /** Told when a gauge read from the database could not be read (the scrape answers without it). */
   readonly onCollectError?: (error: Error) => void;
+}
+
+/** How a stream status callback was answered: its outcome and the reason, as the route names them. */
+export interface StreamCallbackVerdict {
+  /** accepted (stored, or a duplicate already stored), refused (4xx) or failed (5xx). */
+  readonly outcome: string;
+  readonly reason: string;
 }
 
 /** A watermark's distance behind the clock, for the lag gauge. */
@@ -31,12 +44,12 @@ export interface WatermarkLag {
   readonly seconds: number;
 }
 
-/** How far each watermark is behind `nowMs`, in seconds (negative values are kept: clock skew shows). */
+/** How far each watermark is behind `nowMs`, in seconds, as `telesync status` measures it. */
 export function watermarkLags(rows: readonly WatermarkRow[], nowMs: number): WatermarkLag[] {
   return rows.map((row) => ({
     accountId: row.accountId,
     stream: row.stream,
-    seconds: (nowMs * 1000 - toEpochMicros(row.watermark)) / 1_000_000,
+    seconds: watermarkLagSeconds(row.watermark, nowMs),
   }));
 }
 
@@ -55,6 +68,7 @@ export class SchedulerMetrics {
   readonly #lastRun: Gauge<'stream' | 'account' | 'status'>;
   readonly #inProgress: Gauge<'stream'>;
   readonly #duration: Histogram<'stream'>;
+  readonly #streamCallbacks: Counter<'outcome' | 'reason'>;
 
   constructor(options: SchedulerMetricsOptions) {
     const registers = [this.registry];
@@ -113,7 +127,13 @@ export class SchedulerMetrics {
       buckets: RUN_DURATION_BUCKETS_SECONDS,
       registers,
     });
-    const { readWatermarks, now, onCollectError } = options;
+    this.#streamCallbacks = new Counter({
+      name: 'telesync_stream_callbacks_total',
+      help: 'Stream status callbacks received, by outcome (accepted, refused, failed) and reason (stored, duplicate; unsigned, no_nonce, forged, stale, future, replayed, malformed, too_large, unsupported_media_type; store_failed).',
+      labelNames: ['outcome', 'reason'],
+      registers,
+    });
+    const { readWatermarks, readHorizonUnread, now, onCollectError } = options;
     const lag: Gauge<'stream' | 'account'> = new Gauge({
       name: 'telesync_watermark_lag_seconds',
       help: 'How far each watermark (sync_state) is behind now, seconds; read from the database on each scrape.',
@@ -126,6 +146,22 @@ export class SchedulerMetrics {
         try {
           for (const row of watermarkLags(await readWatermarks(), now()))
             lag.set({ stream: row.stream, account: row.accountId }, row.seconds);
+        } catch (error) {
+          onCollectError?.(coerceError(error));
+        }
+      },
+    });
+    const horizon: Gauge<'account'> = new Gauge({
+      name: 'telesync_horizon_unread_days',
+      help: 'trunk_calls days within TELESYNC_HORIZON_ALARM_DAYS of the 90-day horizon that are incomplete or unread (sync_windows), per account: data about to become unreadable. Alert on > 0.',
+      labelNames: ['account'],
+      registers,
+      async collect() {
+        if (readHorizonUnread === undefined) return;
+        horizon.reset();
+        try {
+          for (const account of await readHorizonUnread())
+            horizon.set({ account: account.accountId }, account.days.length);
         } catch (error) {
           onCollectError?.(coerceError(error));
         }
@@ -145,6 +181,19 @@ export class SchedulerMetrics {
       for (const account of accountIds)
         for (const status of RUN_STATUSES) this.#runs.inc({ stream, account, status }, 0);
     }
+  }
+
+  /**
+   * Creates the callback series at 0 (when the callback route is served), so that an alert on
+   * refusals works from the first scrape.
+   */
+  initializeStreamCallbacks(verdicts: readonly StreamCallbackVerdict[]): void {
+    for (const { outcome, reason } of verdicts) this.#streamCallbacks.inc({ outcome, reason }, 0);
+  }
+
+  /** Counts a stream status callback as the route answered it. */
+  recordStreamCallback(verdict: StreamCallbackVerdict): void {
+    this.#streamCallbacks.inc({ outcome: verdict.outcome, reason: verdict.reason });
   }
 
   /** Counts a finished run; `finishedAtMs` (epoch milliseconds) feeds the last-run gauge. */

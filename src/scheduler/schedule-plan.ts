@@ -1,10 +1,10 @@
-import { SCHEDULE_OFF } from '../config/config-types.js';
-import { STREAM_NAMES, type StreamName } from '../sync/streams.js';
+import { SCHEDULE_OFF } from './schedule-settings.js';
+import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 
 /** A stream the scheduler runs, and when. */
 export interface ScheduledStream {
   readonly stream: StreamName;
-  /** node-cron expression (five fields, or six with seconds first). */
+  /** A five-field cron expression (minute hour day month weekday), checked by loadConfig. */
   readonly cron: string;
 }
 

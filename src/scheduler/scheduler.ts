@@ -1,7 +1,8 @@
 import { createTask, type Logger as CronLogger } from 'node-cron';
-import type { StreamName } from '../sync/streams.js';
-import type { SyncResult } from '../sync/sync-runner.js';
+import type { StreamName } from '../domain/streams.js';
+import type { SyncResult } from '../sync/run-stream.js';
 import { coerceError } from '../util/coerce-error.js';
+import { forEachConcurrently } from '../util/for-each-concurrently.js';
 import type { Logger } from '../util/logger.js';
 import type { MissedTickReason, SchedulerMetrics } from './metrics.js';
 import type { ScheduledStream } from './schedule-plan.js';
@@ -80,8 +81,10 @@ export interface SchedulerOptions {
   readonly streams: readonly ScheduledStream[];
   /** Time zone of the crons (IANA name). */
   readonly timezone: string;
-  /** Every tick runs these accounts, one after the other, in this order. */
+  /** Every tick runs these accounts, in this order, `accountConcurrency` at once. */
   readonly accountIds: readonly string[];
+  /** Accounts a tick runs at once (default 1: one after the other). */
+  readonly accountConcurrency?: number;
   /**
    * Runs one account × one stream (runStream, bound to its dependencies, with `lockWaitMs: 0`).
    * Expected never to throw; a throw is logged as a bug and the scheduler goes on.
@@ -122,7 +125,7 @@ export interface Scheduler {
 }
 
 /**
- * The scheduler: a cron task per stream; each tick runs every account in turn. Streams run
+ * The scheduler: a cron task per stream; each tick runs every account (`accountConcurrency` at once). Streams run
  * concurrently with each other, a stream never concurrently with itself (node-cron's noOverlap,
  * and a check here as well, so `runOnce` and a tick cannot meet either). A failed run is logged and
  * counted, never thrown.
@@ -131,10 +134,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const { metrics, log } = options;
   const createCronTask = options.createCronTask ?? createNodeCronTask;
   const controller = new AbortController();
-  /** The tick in hand of each stream, and the account it is at. */
+  /** The tick in hand of each stream, and the accounts it is at. */
   const inHand = new Map<
     StreamName,
-    { state: { accountId: string }; done: Promise<SyncResult[]> }
+    { state: { accountIds: Set<string> }; done: Promise<SyncResult[]> }
   >();
   let stopping = false;
 
@@ -150,27 +153,32 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   const runAccounts = async (
     stream: StreamName,
-    state: { accountId: string },
+    state: { accountIds: Set<string> },
   ): Promise<SyncResult[]> => {
     const results: SyncResult[] = [];
-    for (const accountId of options.accountIds) {
-      if (controller.signal.aborted) break;
-      state.accountId = accountId;
-      metrics.runStarted(stream);
-      try {
-        const result = await options.runStream(accountId, stream, controller.signal);
-        metrics.recordRun(result, options.now());
-        logResult(log, result, stopping);
-        results.push(result);
-      } catch (thrown) {
-        log.error(
-          { err: coerceError(thrown), stream, account: accountId },
-          `${stream}: the run threw instead of returning its result (a bug); the scheduler goes on`,
-        );
-      } finally {
-        metrics.runEnded(stream);
-      }
-    }
+    await forEachConcurrently(
+      options.accountIds,
+      options.accountConcurrency ?? 1,
+      async (accountId) => {
+        if (controller.signal.aborted) return;
+        state.accountIds.add(accountId);
+        metrics.runStarted(stream);
+        try {
+          const result = await options.runStream(accountId, stream, controller.signal);
+          metrics.recordRun(result, options.now());
+          logResult(log, result, stopping);
+          results.push(result);
+        } catch (thrown) {
+          log.error(
+            { err: coerceError(thrown), stream, account: accountId },
+            `${stream}: the run threw instead of returning its result (a bug); the scheduler goes on`,
+          );
+        } finally {
+          state.accountIds.delete(accountId);
+          metrics.runEnded(stream);
+        }
+      },
+    );
     return results;
   };
 
@@ -180,7 +188,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       reportMissed(stream, 'overlap', new Date(options.now()));
       return Promise.resolve([]);
     }
-    const state = { accountId: options.accountIds[0] ?? '' };
+    const state = { accountIds: new Set<string>() };
     const done = runAccounts(stream, state).finally(() => inHand.delete(stream));
     inHand.set(stream, { state, done });
     return done;
@@ -228,10 +236,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         finished: ended,
         pending: ended
           ? []
-          : [...inHand.entries()].map(([stream, entry]) => ({
-              stream,
-              accountId: entry.state.accountId,
-            })),
+          : [...inHand.entries()].flatMap(([stream, entry]) =>
+              [...entry.state.accountIds].map((accountId) => ({ stream, accountId })),
+            ),
       };
     },
     nextRuns(stream, count) {

@@ -1,8 +1,8 @@
-import type { Rng } from './prng.js';
+import type { Rng } from './data/prng.js';
 
 /**
  * Faults the simulator injects on demand, and the decision for each request. Pure: the decision is
- * drawn from the generator it is given (the server seeds one from its seed).
+ * drawn from the generator it is given (SimulatorState seeds one from the seed).
  */
 
 /**

@@ -3,17 +3,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { toEpochMicros } from '../util/micros.js';
 import { sleep } from '../util/sleep.js';
-import { addCall, checkNewCall, type SimulatorAccount } from './account-state.js';
 import type { FaultConfig } from './faults.js';
-import { errorAnswer, type SimAnswer } from './sim-answer.js';
-import {
-  Simulator,
-  SimulatorOptionsError,
-  type DatasetSummary,
-  type SimOutcome,
-  type SimulatorOptions,
-} from './simulator.js';
-import type { SimulatorStatsSnapshot } from './simulator-stats.js';
+import { errorAnswer, type SimAnswer } from './routes/sim-answer.js';
+import { Simulator } from './simulator.js';
+import { SimulatorOptionsError, type SimulatorOptions } from './simulator-options.js';
+import { addCall, checkNewCall, type SimulatorAccount } from './state/account-state.js';
+import { summarizeDataset, type DatasetSummary } from './state/dataset-summary.js';
+import type { SimulatorStatsSnapshot } from './state/simulator-stats.js';
 
 /**
  * The simulator behind a real HTTP port: node:http, no framework. It reads each request, asks the
@@ -50,7 +46,10 @@ export interface RunningSimulator {
    */
   addCall(call: AddCallInput): Readonly<Record<string, unknown>>;
   dataset(): DatasetSummary;
-  /** Stops listening and closes every open connection. */
+  /**
+   * Stops listening and closes every open connection, and everything started streams run in the
+   * background (WebSockets, timers, callback retries).
+   */
   close(): Promise<void>;
 }
 
@@ -74,6 +73,7 @@ export async function startSimulator(
   options: StartSimulatorOptions = {},
 ): Promise<RunningSimulator> {
   const simulator = new Simulator(options);
+  const { state } = simulator;
   const host = options.host ?? '127.0.0.1';
   const server = createServer((request, response) => {
     void serve(simulator, request, response);
@@ -86,19 +86,19 @@ export async function startSimulator(
     url: `http://${urlHost}:${port}`,
     host,
     port,
-    accounts: simulator.credentials(),
+    accounts: state.credentials(),
     simulator,
-    stats: () => simulator.stats.snapshot(),
-    resetStats: () => simulator.stats.reset(),
-    faults: () => simulator.faults(),
+    stats: () => state.stats.snapshot(),
+    resetStats: () => state.stats.reset(),
+    faults: () => state.faults(),
     setFaults(faults) {
-      const replaced = simulator.replaceFaults(faults);
+      const replaced = state.replaceFaults(faults);
       if (!replaced.ok) throw new SimulatorOptionsError(replaced.problems);
       return replaced.config;
     },
     addCall(input) {
-      const authId = input.account ?? simulator.credentials()[0]?.authId ?? '';
-      const account = simulator.accounts.get(authId);
+      const authId = input.account ?? state.credentials()[0]?.authId ?? '';
+      const account = state.accounts.get(authId);
       if (account === undefined) throw new SimulatorOptionsError([`no account ${authId}`]);
       const toMicros = (value: string | number): number =>
         typeof value === 'number' ? value : toEpochMicros(value);
@@ -110,10 +110,12 @@ export async function startSimulator(
       };
       const problems = checkNewCall(call);
       if (problems.length > 0) throw new SimulatorOptionsError(problems);
-      return addCall(account, call, simulator.now()).record;
+      return addCall(account, call, state.now()).record;
     },
-    dataset: () => simulator.summary(),
-    close: () => close(server),
+    dataset: () => summarizeDataset(state),
+    close: async () => {
+      await Promise.all([close(server), simulator.close()]);
+    },
   };
 }
 
@@ -140,13 +142,19 @@ async function serve(
   request: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {
+  const stats = simulator.state.stats;
+  const authId = accountInPath(request.url ?? '/');
+  if (authId !== undefined) {
+    stats.requestArrived(authId, simulator.state.now());
+    response.once('close', () => stats.requestEnded(authId));
+  }
   try {
     const body = await readBody(request);
     if (body === undefined) {
       send(response, errorAnswer(413, `request body over ${BODY_MAX_BYTES} bytes`, randomUUID()));
       return;
     }
-    const outcome: SimOutcome = simulator.handle({
+    const outcome = simulator.handle({
       method: request.method ?? 'GET',
       url: request.url ?? '/',
       authorization: request.headers.authorization,
@@ -165,6 +173,17 @@ async function serve(
     } else {
       response.destroy();
     }
+  }
+}
+
+/** The account an API request names in its path (`/v1/Account/{auth_id}/…`), if any. */
+function accountInPath(url: string): string | undefined {
+  const match = /^\/v1\/Account\/([^/?#]+)\//.exec(url);
+  if (match === null) return undefined;
+  try {
+    return decodeURIComponent(match[1] ?? '');
+  } catch {
+    return undefined;
   }
 }
 

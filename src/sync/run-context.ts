@@ -1,13 +1,17 @@
 import type { RequestMeter } from '../api/request-meter.js';
 import type { TelephonyClient } from '../api/telephony-client.js';
-import type { SyncConfig } from '../config/config-types.js';
 import type { Database } from '../db/connect.js';
 import type { LoadStrategy } from '../db/data-loader.js';
+import type { SyncSettings } from './sync-settings.js';
 import type { Logger } from '../util/logger.js';
 import type { EpochMicros } from '../util/micros.js';
 import type { TimeWindow } from './window-planner.js';
 
-/** Counts and findings of one run, written to its sync_runs row. */
+/**
+ * Counts and findings of one run, written to its sync_runs row: records fetched are counted as
+ * they are received (receiveRecords), stored, changed and rejected ones by the loader as they
+ * commit.
+ */
 export class RunStats {
   windowsPlanned = 0;
   windowsCompleted = 0;
@@ -29,15 +33,20 @@ export class RunStats {
   readonly failures: string[] = [];
 }
 
-/** Everything an extractor needs for one run of one stream of one account. */
+/**
+ * Everything a stream needs for one run of one stream of one account. It is also the loader's
+ * LoadTarget: the loader writes to `database` for `runId` and counts in `stats`.
+ */
 export interface RunContext {
   readonly database: Database;
   readonly client: TelephonyClient;
   readonly accountId: string;
   readonly runId: number;
-  readonly settings: SyncConfig;
+  readonly settings: SyncSettings;
   /** Pages of one window requested at once (the transport's limiter still caps the rate). */
   readonly pageConcurrency: number;
+  /** Transactions of the run's loader in flight at once, each on its own connection. */
+  readonly loadLanes: number;
   readonly loadStrategy: LoadStrategy;
   /** The clock, in epoch microseconds. */
   now(): EpochMicros;
@@ -45,6 +54,8 @@ export interface RunContext {
   /** Counts this run's requests. */
   readonly meter: RequestMeter;
   readonly stats: RunStats;
-  /** Aborted on shutdown: stop after the batch in hand. */
+  /** Aborted on shutdown, or when the lock is lost: stop after the batch in hand. */
   readonly signal: AbortSignal | undefined;
+  /** Aborted when the connection holding the run's lock ends: nothing more is written. */
+  readonly lockLost?: AbortSignal | undefined;
 }

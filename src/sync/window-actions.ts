@@ -1,3 +1,4 @@
+import type { LedgerEntry } from '../domain/ledger-entry.js';
 import type { EpochMicros } from '../util/micros.js';
 import type { TimeWindow } from './window-planner.js';
 
@@ -6,18 +7,6 @@ import type { TimeWindow } from './window-planner.js';
  * pure decisions, so the cost of an incremental run (requests per window) follows from rules that
  * can be tested on their own.
  */
-
-/** The ledger's record of a slot. */
-export interface LedgerEntry {
-  readonly status: 'planned' | 'running' | 'complete' | 'failed';
-  readonly start: EpochMicros;
-  /** Upper bound of what was read: the slot end, or less while the slot was still open. */
-  readonly coveredEnd: EpochMicros;
-  /** The service's count for [start, coveredEnd) when it was last read or verified. */
-  readonly totalCount: number | null;
-  /** When every page of the window was last read. */
-  readonly readAt: EpochMicros | null;
-}
 
 export type WindowAction =
   /** Read every page. */

@@ -4,6 +4,7 @@ import {
   MICROS_PER_DAY,
   MICROS_PER_HOUR,
   MICROS_PER_MINUTE,
+  MICROS_PER_SECOND,
   type EpochMicros,
 } from '../util/micros.js';
 
@@ -26,6 +27,12 @@ export const WINDOW_MAX_DAYS = 30;
  * refused as too old when it is sent (assumption A15).
  */
 export const HORIZON_MARGIN_MINUTES = 10;
+
+/**
+ * A part of a backfill beyond the service's horizon shorter than this is only the clock moving
+ * between `--days 90` being read and the run planning it: not worth a warning (planLeftOut).
+ */
+export const HORIZON_ROUNDING_MICROS = MICROS_PER_SECOND;
 
 export interface PlannerSettings {
   /** Width of a slot; at most WINDOW_MAX_DAYS. */
@@ -176,6 +183,34 @@ export function planBackfill(
         ? { start: Math.max(settled, requested.start), end: requested.end }
         : undefined,
   };
+}
+
+/** A part of a backfill's request that is not read, and why. */
+export interface LeftOut extends TimeWindow {
+  readonly why: 'beyond-horizon' | 'horizon-margin' | 'settle-lag';
+}
+
+/**
+ * What a backfill plan leaves out of its request, oldest first: what the service no longer keeps
+ * (beyond its 90 days), the margin kept inside the horizon (HORIZON_MARGIN_MINUTES) and calls
+ * that ended too recently (the settle lag; the next sync reads them).
+ */
+export function planLeftOut(plan: BackfillPlan): LeftOut[] {
+  const parts: LeftOut[] = [];
+  // A sub-second slice beyond the service's 90 days is the clock's rounding, not a lost range.
+  const beyond =
+    plan.beyondService !== undefined &&
+    plan.beyondService.end - plan.beyondService.start >= HORIZON_ROUNDING_MICROS
+      ? plan.beyondService
+      : undefined;
+  if (beyond !== undefined) parts.push({ ...beyond, why: 'beyond-horizon' });
+  if (plan.beyondHorizon !== undefined) {
+    const start = Math.max(plan.beyondHorizon.start, beyond?.end ?? plan.beyondHorizon.start);
+    if (start < plan.beyondHorizon.end)
+      parts.push({ start, end: plan.beyondHorizon.end, why: 'horizon-margin' });
+  }
+  if (plan.notYetSettled !== undefined) parts.push({ ...plan.notYetSettled, why: 'settle-lag' });
+  return parts;
 }
 
 /** The backfill range of `--days N`: the last N days up to now. */

@@ -1,9 +1,11 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import type { LogLevel } from '../config/config-types.js';
+import { epochMicrosFromMillis, formatIsoFixed } from './micros.js';
 import { redactSecrets } from './redact.js';
 
 export type Logger = pino.Logger;
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 
 export interface LoggerOptions {
   level: LogLevel;
@@ -37,7 +39,8 @@ export function createLogger(options: LoggerOptions): Logger {
     {
       level: options.level,
       base: undefined,
-      timestamp: pino.stdTimeFunctions.isoTime,
+      // Six fraction digits, like every timestamp of telesync's machine output.
+      timestamp: () => `,"time":"${formatIsoFixed(epochMicrosFromMillis(Date.now()))}"`,
       formatters: { level: (label) => ({ level: label }) },
       serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
     },

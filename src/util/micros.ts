@@ -178,6 +178,22 @@ export function formatIsoMicros(micros: EpochMicros): string {
 }
 
 /**
+ * ISO 8601 in UTC with exactly six fraction digits, `2022-03-29T05:40:00.000000Z`: the one form of
+ * every timestamp in machine output (`--json`, log fields), so scripts can compare them as text.
+ */
+export function formatIsoFixed(micros: EpochMicros): string {
+  const { date, time, fraction } = utcParts(micros);
+  return `${date}T${time}.${pad(fraction, 6)}Z`;
+}
+
+/** formatIsoFixed of a date-time text (as the database returns it); null stays null. */
+export function fixIsoText(text: string | null | undefined): string | null {
+  if (text === null || text === undefined) return null;
+  const micros = parseEpochMicros(text);
+  return micros === undefined ? text : formatIsoFixed(micros);
+}
+
+/**
  * The form the trunk-call list takes for end_time filters: `YYYY-MM-DD HH:MM:SS[.uuuuuu]`, UTC,
  * with the fraction only when it is not zero.
  */

@@ -1,33 +1,17 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
-import { createCliDatabase, type CliDatabase } from '../support/test-database.js';
+import { describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/simulator/simulator-server.js';
+import { startCliFixture, useCliFixture } from '../support/cli-fixture.js';
 import { runTelesync } from '../support/run-telesync.js';
 
 const ACCOUNT = { authId: 'MA_E2E_CLI', authToken: 'tok_e2e_cli_0123456789' };
 
-let sim: RunningSimulator;
-let database: CliDatabase;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  sim = await startSimulator({ seed: 'e2e-cli', calls: 3_000, accounts: [ACCOUNT] });
-  database = createCliDatabase();
-  env = {
-    ...database.env,
-    TELESYNC_BASE_URL: sim.url,
-    TELESYNC_AUTH_ID: ACCOUNT.authId,
-    TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
-    TELESYNC_MAX_RPS: '2000',
-    TELESYNC_LOG_LEVEL: 'warn',
-  };
-  expect((await runTelesync(['migrate'], env)).code).toBe(0);
-});
-afterAll(async () => {
-  await sim?.close();
-  await database?.cleanup();
+const cli = useCliFixture({
+  service: () => startSimulator({ seed: 'e2e-cli', calls: 3_000, accounts: [ACCOUNT] }),
+  account: ACCOUNT,
+  env: { TELESYNC_MAX_RPS: '2000' },
 });
 
 describe('every subcommand explains itself', () => {
@@ -51,14 +35,14 @@ describe('every subcommand explains itself', () => {
 
 describe('sync', () => {
   it('runs the named streams and reports each', async () => {
-    const result = await runTelesync(['sync', 'trunk_calls', 'endpoints'], env);
+    const result = await runTelesync(['sync', 'trunk_calls', 'endpoints'], cli.env);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^trunk_calls +MA_E2E_CLI {2}succeeded: [\d,]+ fetched/m);
     expect(result.stdout).toMatch(/^endpoints +MA_E2E_CLI {2}succeeded: 45 fetched, 45 stored/m);
   });
 
   it('refuses an unknown stream, listing the known ones (exit 2)', async () => {
-    const result = await runTelesync(['sync', 'calls'], env);
+    const result = await runTelesync(['sync', 'calls'], cli.env);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(
       'unknown stream "calls"; the streams are: trunk_calls, endpoints, caller_ids, messages, powerpacks, call_streams',
@@ -66,35 +50,34 @@ describe('sync', () => {
   });
 
   it('names the missing variable when no token is configured (exit 2)', async () => {
-    const { TELESYNC_AUTH_TOKEN: _token, ...withoutToken } = env;
+    const { TELESYNC_AUTH_TOKEN: _token, ...withoutToken } = cli.env;
     const result = await runTelesync(['sync'], withoutToken);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('TELESYNC_AUTH_TOKEN: is not set, but TELESYNC_AUTH_ID is');
   });
 
   it('fails with one clear error on wrong credentials, no retry storm, and never prints the token (exit 1)', async () => {
-    sim.resetStats();
+    cli.service.resetStats();
     const result = await runTelesync(['sync', 'trunk_calls', '--json'], {
-      ...env,
+      ...cli.env,
       TELESYNC_AUTH_TOKEN: 'wrong-token-0123',
     });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain(
       '401 authentication failed: check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
     );
-    expect(sim.stats().requests.total).toBe(1);
+    expect(cli.service.stats().requests.total).toBe(1);
     expect(result.stdout + result.stderr).not.toContain('wrong-token-0123');
   });
 
   it('syncs every account of a config file', async () => {
     const second = { authId: 'MA_E2E_CLI_2', authToken: 'tok_second_account_99' };
-    const twoAccounts = await startSimulator({
-      seed: 'e2e-cli-two',
-      calls: 500,
-      accounts: [ACCOUNT, second],
+    const twoAccounts = await startCliFixture({
+      service: () =>
+        startSimulator({ seed: 'e2e-cli-two', calls: 500, accounts: [ACCOUNT, second] }),
+      account: ACCOUNT,
+      env: { TELESYNC_MAX_RPS: '2000' },
     });
-    const own = createCliDatabase();
-    expect((await runTelesync(['migrate'], { ...env, ...own.env })).code).toBe(0);
     const dir = mkdtempSync(join(tmpdir(), 'telesync-config-'));
     const file = join(dir, 'telesync.json');
     writeFileSync(
@@ -102,17 +85,14 @@ describe('sync', () => {
       JSON.stringify({ accounts: [{ auth_id: second.authId, auth_token_env: 'SECOND_TOKEN' }] }),
     );
     try {
-      const result = await runTelesync(['sync', 'endpoints'], {
-        ...env,
-        ...own.env,
-        TELESYNC_BASE_URL: twoAccounts.url,
-        TELESYNC_CONFIG: file,
-        SECOND_TOKEN: second.authToken,
-      });
+      const result = await runTelesync(
+        ['sync', 'endpoints'],
+        twoAccounts.envWith({ TELESYNC_CONFIG: file, SECOND_TOKEN: second.authToken }),
+      );
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout).toMatch(/^endpoints +MA_E2E_CLI {2}succeeded/m);
       expect(result.stdout).toMatch(/^endpoints +MA_E2E_CLI_2 {2}succeeded/m);
-      const perAccount = await own.inspect(({ db }) =>
+      const perAccount = await twoAccounts.database.inspect(({ db }) =>
         db
           .selectFrom('sip_endpoints')
           .select(['account_id', db.fn.countAll<number>().as('n')])
@@ -126,14 +106,13 @@ describe('sync', () => {
       ]);
     } finally {
       await twoAccounts.close();
-      await own.cleanup();
     }
   });
 });
 
 describe('backfill', () => {
   it('re-reads the range asked for and says what it covered', async () => {
-    const result = await runTelesync(['backfill', '--days', '3'], env);
+    const result = await runTelesync(['backfill', '--days', '3'], cli.env);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^trunk_calls +MA_E2E_CLI {2}succeeded/m);
     expect(result.stdout).toMatch(/covered \d{4}-\d\d-\d\dT00:00:00Z to .* \(4 windows\)/);
@@ -144,7 +123,7 @@ describe('backfill', () => {
   it('says what cannot be read when the range reaches past the 90-day horizon', async () => {
     const from = new Date(Date.now() - 120 * 24 * 3600 * 1000).toISOString().slice(0, 10);
     const to = new Date(Date.now() - 88 * 24 * 3600 * 1000).toISOString().slice(0, 10);
-    const result = await runTelesync(['backfill', '--from', from, '--to', to], env);
+    const result = await runTelesync(['backfill', '--from', from, '--to', to], cli.env);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toMatch(
       new RegExp(
@@ -168,7 +147,7 @@ describe('backfill', () => {
     ],
     [['backfill'], 'say what to backfill: --days N (1 to 90), or --from TIME [--to TIME]'],
   ])('refuses %j (exit 2)', async (args, message) => {
-    const result = await runTelesync(args, env);
+    const result = await runTelesync(args, cli.env);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(message);
   });
@@ -176,13 +155,13 @@ describe('backfill', () => {
 
 describe('status', () => {
   it('shows watermark, lag, last run, rows and queues per stream', async () => {
-    const text = await runTelesync(['status'], env);
+    const text = await runTelesync(['status'], cli.env);
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toContain(`account ${ACCOUNT.authId}`);
     expect(text.stdout).toMatch(/^ {2}trunk_calls +\d{4}-\d\d-\d\dT[\d:]+Z +\d+[sm] +succeeded/m);
     expect(text.stdout).toMatch(/^ {2}endpoints .* 45 /m);
 
-    const json = await runTelesync(['status', '--json'], env);
+    const json = await runTelesync(['status', '--json'], cli.env);
     const report = JSON.parse(json.stdout) as { streams: Record<string, unknown>[] };
     const trunk = report.streams.find(
       (stream) => stream.stream === 'trunk_calls' && stream.account === ACCOUNT.authId,
@@ -192,7 +171,7 @@ describe('status', () => {
   });
 
   it('needs no credentials', async () => {
-    const { TELESYNC_AUTH_ID: _id, TELESYNC_AUTH_TOKEN: _token, ...noCredentials } = env;
+    const { TELESYNC_AUTH_ID: _id, TELESYNC_AUTH_TOKEN: _token, ...noCredentials } = cli.env;
     const result = await runTelesync(['status'], noCredentials);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`account ${ACCOUNT.authId}`);
@@ -201,16 +180,16 @@ describe('status', () => {
 
 describe('lookup', () => {
   it('messages: fetches known UUIDs and their packs, and marks unknown ones not found', async () => {
-    const known = sim.dataset().accounts[0]!.exampleMessageUuids[0]!;
+    const known = cli.service.dataset().accounts[0]!.exampleMessageUuids[0]!;
     const unknown = '11111111-1111-4111-8111-111111111111';
-    const result = await runTelesync(['lookup', 'messages', known, unknown], env);
+    const result = await runTelesync(['lookup', 'messages', known, unknown], cli.env);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain('queued 2 message UUIDs in message_refs');
     expect(result.stdout).toMatch(/^messages +MA_E2E_CLI {2}succeeded: 1 fetched/m);
     expect(result.stdout).toMatch(/^powerpacks +MA_E2E_CLI {2}succeeded: 1 fetched/m);
     expect(result.stdout).toContain(`${known}  fetched`);
     expect(result.stdout).toContain(`${unknown}  not_found: the service has no message ${unknown}`);
-    const stored = await database.inspect(async ({ db }) => ({
+    const stored = await cli.database.inspect(async ({ db }) => ({
       refs: await db
         .selectFrom('message_refs')
         .select(['message_uuid', 'status'])
@@ -233,11 +212,11 @@ describe('lookup', () => {
   });
 
   it('streams: fetches the stream records of a call', async () => {
-    const call = sim.dataset().accounts[0]!.callsWithStreams[0]!;
-    const result = await runTelesync(['lookup', 'streams', call], env);
+    const call = cli.service.dataset().accounts[0]!.callsWithStreams[0]!;
+    const result = await runTelesync(['lookup', 'streams', call], cli.env);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`${call}  fetched`);
-    const streams = await database.inspect(({ db }) =>
+    const streams = await cli.database.inspect(({ db }) =>
       db.selectFrom('call_streams').select(['call_uuid', 'stream_id']).execute(),
     );
     expect(streams.length).toBeGreaterThan(0);
@@ -245,14 +224,14 @@ describe('lookup', () => {
   });
 
   it('refuses what is not a UUID (exit 2)', async () => {
-    const result = await runTelesync(['lookup', 'messages', 'not-a-uuid'], env);
+    const result = await runTelesync(['lookup', 'messages', 'not-a-uuid'], cli.env);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('not a message UUID: "not-a-uuid"');
   });
 });
 
 describe('stream start', () => {
-  const live = () => sim.dataset().accounts[0]!.liveCallUuids[0]!;
+  const live = () => cli.service.dataset().accounts[0]!.liveCallUuids[0]!;
 
   it('starts a stream and prints the service answer', async () => {
     const result = await runTelesync(
@@ -266,7 +245,7 @@ describe('stream start', () => {
         '120',
         '--json',
       ],
-      env,
+      cli.env,
     );
     expect(result.code, result.stderr).toBe(0);
     const answer = JSON.parse(result.stdout) as Record<string, string>;
@@ -277,7 +256,7 @@ describe('stream start', () => {
   it('reports the service refusing a second stream at the same URL (exit 1)', async () => {
     const result = await runTelesync(
       ['stream', 'start', live(), '--url', 'wss://media.example.com/one'],
-      env,
+      cli.env,
     );
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
@@ -286,7 +265,7 @@ describe('stream start', () => {
   });
 
   it('refuses invalid combinations before sending anything (exit 2)', async () => {
-    sim.resetStats();
+    cli.service.resetStats();
     const result = await runTelesync(
       [
         'stream',
@@ -302,7 +281,7 @@ describe('stream start', () => {
         '--extra-headers',
         'a-b=1',
       ],
-      env,
+      cli.env,
     );
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(
@@ -315,7 +294,7 @@ describe('stream start', () => {
     expect(result.stderr).toContain(
       'extra_headers keys and values may use only the characters A-Z, a-z and 0-9',
     );
-    expect(sim.stats().requests.total).toBe(0);
+    expect(cli.service.stats().requests.total).toBe(0);
   });
 });
 

@@ -1,8 +1,10 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/connect.js';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
-import { createCliDatabase, type CliDatabase } from '../support/test-database.js';
+import { startSimulator } from '../../src/simulator/simulator-server.js';
+import { useCliFixture } from '../support/cli-fixture.js';
+import { lastJson } from '../support/command-output.js';
+import type { CliDatabase } from '../support/test-database.js';
 import { runTelesync, startTelesync } from '../support/run-telesync.js';
 
 const ACCOUNT = { authId: 'MA_E2E_CRASH', authToken: 'tok_e2e_crash_secret' };
@@ -30,39 +32,29 @@ async function snapshotOf(database: Database): Promise<string[]> {
 }
 
 describe('a backfill killed at random moments and resumed', () => {
-  let sim: RunningSimulator;
-  let crashed: CliDatabase;
-  let clean: CliDatabase;
+  const cli = useCliFixture({
+    service: () =>
+      startSimulator({
+        seed: 'e2e-crash',
+        calls: 40_000,
+        accounts: [ACCOUNT],
+        faults: { malformed: 0.005 },
+      }),
+    account: ACCOUNT,
+    // Slow enough that every kill lands somewhere inside the work, not after it.
+    env: { TELESYNC_MAX_RPS: '150', TELESYNC_BATCH_SIZE: '500' },
+  });
   const from = new Date(Date.now() - 40 * DAY_MS).toISOString().slice(0, 10);
   const to = new Date(Date.now() - 2 * DAY_MS).toISOString().slice(0, 10);
   const args = ['backfill', '--from', from, '--to', to];
-  const envFor = (database: CliDatabase) => ({
-    ...database.env,
-    TELESYNC_BASE_URL: sim.url,
-    TELESYNC_AUTH_ID: ACCOUNT.authId,
-    TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
-    // Slow enough that every kill lands somewhere inside the work, not after it.
-    TELESYNC_MAX_RPS: '150',
-    TELESYNC_BATCH_SIZE: '500',
-    TELESYNC_LOG_LEVEL: 'warn',
-  });
+  /** Killed again and again, then resumed. */
+  let crashed: CliDatabase;
+  /** Run once, uninterrupted: what the crashed one must end up equal to. */
+  let clean: CliDatabase;
 
   beforeAll(async () => {
-    sim = await startSimulator({
-      seed: 'e2e-crash',
-      calls: 40_000,
-      accounts: [ACCOUNT],
-      faults: { malformed: 0.005 },
-    });
-    crashed = createCliDatabase();
-    clean = createCliDatabase();
-    for (const database of [crashed, clean])
-      expect((await runTelesync(['migrate'], envFor(database))).code).toBe(0);
-  });
-  afterAll(async () => {
-    await sim?.close();
-    await crashed?.cleanup();
-    await clean?.cleanup();
+    crashed = cli.database;
+    clean = await cli.addDatabase();
   });
 
   it(`ends with the same database as a clean run, row for row and raw byte for byte, after ${KILLS} kills`, async () => {
@@ -72,16 +64,16 @@ describe('a backfill killed at random moments and resumed', () => {
       // From before the first commit to well into the run; the process takes ~0.5 s to start.
       const delay = 300 + Math.floor(Math.random() * 1000);
       delays.push(delay);
-      const outcome = await runAndKill(args, envFor(crashed), delay);
+      const outcome = await runAndKill(args, cli.envFor(crashed), delay);
       if (outcome.killed) kills++;
       else expect(outcome.code, `run ended on its own with delays ${delays.join(',')}`).toBe(0);
       if (!outcome.killed) break;
     }
     expect(kills, `kill delays (ms): ${delays.join(', ')}`).toBeGreaterThanOrEqual(KILLS);
 
-    const resumed = await runTelesync([...args, '--json'], envFor(crashed));
+    const resumed = await runTelesync([...args, '--json'], cli.envFor(crashed));
     expect(resumed.code, resumed.stderr).toBe(0);
-    const cleanRun = await runTelesync([...args, '--json'], envFor(clean));
+    const cleanRun = await runTelesync([...args, '--json'], cli.envFor(clean));
     expect(cleanRun.code, cleanRun.stderr).toBe(0);
 
     const crashedRows = await crashed.inspect(snapshotOf);
@@ -118,46 +110,38 @@ describe('a backfill killed at random moments and resumed', () => {
     expect(runs.find((row) => row.status === 'failed')?.n).toBeGreaterThanOrEqual(1);
   });
   it('stops on Ctrl-C after the batch in hand, saying so, and the same command resumes where it stopped', async () => {
-    const stopped = createCliDatabase();
-    try {
-      expect((await runTelesync(['migrate'], envFor(stopped))).code).toBe(0);
-      const child = startTelesync([...args, '--json'], envFor(stopped));
-      // Once a few windows are done (progress lines come every few seconds), interrupt.
-      await new Promise((resolve) => setTimeout(resolve, 3500));
-      child.kill('SIGINT');
-      const { code, stdout, stderr } = await child.exited;
-      expect(code, stderr).toBe(1);
-      expect(stderr).toContain(
-        'stopping after the batch in hand; run the same command again to resume',
-      );
-      const outcome = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
-      expect(outcome).toMatchObject({ status: 'stopped' });
-      expect(outcome.records_fetched).toBe(
-        Number(outcome.records_upserted) + Number(outcome.records_rejected),
-      );
-      const done = Number(outcome.windows_completed);
-      expect(done).toBeGreaterThan(0);
-      expect(done).toBeLessThan(Number(outcome.windows_planned));
+    const stopped = await cli.addDatabase();
+    const child = startTelesync([...args, '--json'], cli.envFor(stopped));
+    // Once a few windows are done (progress lines come every few seconds), interrupt.
+    await new Promise((resolve) => setTimeout(resolve, 3500));
+    child.kill('SIGINT');
+    const { code, stdout, stderr } = await child.exited;
+    expect(code, stderr).toBe(1);
+    expect(stderr).toContain(
+      'stopping after the batch in hand; run the same command again to resume',
+    );
+    const outcome = lastJson(stdout);
+    expect(outcome).toMatchObject({ status: 'stopped' });
+    expect(outcome.records_fetched).toBe(
+      Number(outcome.records_upserted) + Number(outcome.records_rejected),
+    );
+    const done = Number(outcome.windows_completed);
+    expect(done).toBeGreaterThan(0);
+    expect(done).toBeLessThan(Number(outcome.windows_planned));
 
-      const resumed = await runTelesync([...args, '--json'], envFor(stopped));
-      expect(resumed.code, resumed.stderr).toBe(0);
-      const second = JSON.parse(resumed.stdout.trim().split('\n').at(-1)!) as Record<
-        string,
-        unknown
-      >;
-      expect(second.status).toBe('succeeded');
-      // The windows read before the stop were skipped: fewer requests than a whole backfill.
-      const whole = await clean.inspect(async ({ db }) =>
-        db
-          .selectFrom('sync_runs')
-          .select('requests')
-          .where('command', '=', 'backfill')
-          .executeTakeFirstOrThrow(),
-      );
-      expect(Number(second.requests)).toBeLessThan(whole.requests);
-      expect(await stopped.inspect(snapshotOf)).toEqual(await clean.inspect(snapshotOf));
-    } finally {
-      await stopped.cleanup();
-    }
+    const resumed = await runTelesync([...args, '--json'], cli.envFor(stopped));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const second = lastJson(resumed.stdout);
+    expect(second.status).toBe('succeeded');
+    // The windows read before the stop were skipped: fewer requests than a whole backfill.
+    const whole = await clean.inspect(async ({ db }) =>
+      db
+        .selectFrom('sync_runs')
+        .select('requests')
+        .where('command', '=', 'backfill')
+        .executeTakeFirstOrThrow(),
+    );
+    expect(Number(second.requests)).toBeLessThan(whole.requests);
+    expect(await stopped.inspect(snapshotOf)).toEqual(await clean.inspect(snapshotOf));
   });
 });

@@ -1,16 +1,27 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
+import { advisoryLockKey } from '../../src/db/advisory-lock.js';
+import { describe, expect, it } from 'vitest';
+import { QUARANTINE_PAYLOAD_MAX_BYTES } from '../../src/db/repositories/rejected-records-repository.js';
+import { payloadDigest } from '../../src/util/payload-digest.js';
+import {
+  startSimulator,
+  type StartSimulatorOptions,
+} from '../../src/simulator/simulator-server.js';
+import { useCliFixture } from '../support/cli-fixture.js';
+import { jsonLines, lastJson } from '../support/command-output.js';
 import { recordFaultFigures } from '../support/fault-report.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
+import { waitFor } from '../support/telesync-process.js';
+import { startHostileService, trunkCallJson } from '../support/hostile-service.js';
 import {
-  startHostileService,
-  trunkCallJson,
-  type HostileService,
-} from '../support/hostile-service.js';
-import { canonicalDecimal, oracleCalls, sumDecimals } from '../support/simulator-oracle.js';
-import { createCliDatabase, harnessTarget, type CliDatabase } from '../support/test-database.js';
-import { runTelesync, startTelesync, type CommandResult } from '../support/run-telesync.js';
+  canonicalDecimal,
+  oracleCalls,
+  sortedCallUuids,
+  sumDecimals,
+} from '../support/simulator-oracle.js';
+import { findStoredCalls } from '../support/stored-calls.js';
+import { harnessTarget } from '../support/test-database.js';
+import { runTelesync, startTelesync } from '../support/run-telesync.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const ACCOUNT = { authId: 'MA_E2E_FAULTS', authToken: 'tok_fault_harness_7e3a91' };
@@ -23,30 +34,19 @@ function yesterday(): { from: string; to: string; serviceTime: string } {
   return { from: day, to: end.toISOString().slice(0, 10), serviceTime: `${day} 12:00:00+00:00` };
 }
 
-function lastJson(result: CommandResult): Record<string, unknown> {
-  const lines = result.stdout.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
-}
+/** Every command of this file: ACCOUNT, at a rate the simulator answers at once. */
+const FAULT_ENV = { TELESYNC_MAX_RPS: '2000' };
 
-function envFor(
-  url: string,
-  database: CliDatabase,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  return {
-    ...database.env,
-    TELESYNC_BASE_URL: url,
-    TELESYNC_AUTH_ID: ACCOUNT.authId,
-    TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
-    TELESYNC_MAX_RPS: '2000',
-    TELESYNC_LOG_LEVEL: 'warn',
-    ...extra,
-  };
+/** The simulator with ACCOUNT, and a migrated database of the suite's own. */
+function useSimulatorFixture(options: Omit<StartSimulatorOptions, 'accounts'>) {
+  return useCliFixture({
+    service: () => startSimulator({ ...options, accounts: [ACCOUNT] }),
+    account: ACCOUNT,
+    env: FAULT_ENV,
+  });
 }
 
 describe('bad records and hostile input', () => {
-  let service: HostileService;
-  let database: CliDatabase;
   const day = yesterday();
   const json = (value: unknown) => Buffer.from(JSON.stringify(value));
   const call = (n: number, overrides: Record<string, unknown> = {}) =>
@@ -141,26 +141,23 @@ describe('bad records and hostile input', () => {
     },
   ];
 
-  beforeAll(async () => {
-    service = await startHostileService(
-      cases.map((c) => c.bytes),
-      ACCOUNT.authId,
-    );
-    database = createCliDatabase();
-    expect((await runTelesync(['migrate'], envFor(service.url, database))).code).toBe(0);
-  });
-  afterAll(async () => {
-    await service?.close();
-    await database?.cleanup();
+  const cli = useCliFixture({
+    service: () =>
+      startHostileService(
+        cases.map((c) => c.bytes),
+        ACCOUNT.authId,
+      ),
+    account: ACCOUNT,
+    env: FAULT_ENV,
   });
 
   it('quarantines each bad record with its reason and exact bytes, stores the rest, and loses nothing', async () => {
     const result = await runTelesync(
       ['backfill', '--from', day.from, '--to', day.to, '--json'],
-      envFor(service.url, database),
+      cli.env,
     );
     expect(result.code, result.stderr).toBe(0);
-    const run = lastJson(result);
+    const run = lastJson(result.stdout);
     const landing = cases.filter((c) => c.lands);
     const rejected = cases.filter((c) => !c.lands);
     expect(run).toMatchObject({
@@ -171,7 +168,7 @@ describe('bad records and hostile input', () => {
       windows_completed: 1,
     });
 
-    const { stored, quarantine } = await database.inspect(async ({ db }) => ({
+    const { stored, quarantine } = await cli.database.inspect(async ({ db }) => ({
       stored: await db
         .selectFrom('trunk_calls')
         .select(['call_uuid', 'hangup_cause_name', 'total_amount'])
@@ -179,7 +176,7 @@ describe('bad records and hostile input', () => {
         .execute(),
       quarantine: await db
         .selectFrom('rejected_records')
-        .select(['reason', 'raw_bytes', 'raw_payload', 'record_key'])
+        .select(['reason', 'raw_bytes', 'raw_payload', 'record_key', 'payload_sha256'])
         .execute(),
     }));
     expect(stored.map((row) => row.hangup_cause_name)).toEqual([
@@ -189,8 +186,20 @@ describe('bad records and hostile input', () => {
     ]);
     expect(quarantine).toHaveLength(rejected.length);
     for (const bad of rejected) {
+      if (bad.bytes.length > QUARANTINE_PAYLOAD_MAX_BYTES) {
+        // Too large to keep: its digest and size, never its bytes (one huge record is not two rows).
+        const row = quarantine.find(
+          (candidate) => candidate.payload_sha256 === payloadDigest(bad.bytes),
+        );
+        expect(row, `${bad.name} is quarantined as its digest`).toBeDefined();
+        expect(row?.reason, bad.name).toMatch(bad.reason!);
+        expect(row?.reason, bad.name).toContain(`payload of ${bad.bytes.length} bytes not stored`);
+        expect(row?.raw_bytes, bad.name).toBeNull();
+        expect(row?.raw_payload, bad.name).toBeNull();
+        continue;
+      }
       const row = quarantine.find((candidate) =>
-        Buffer.from(candidate.raw_bytes).equals(bad.bytes),
+        Buffer.from(candidate.raw_bytes ?? []).equals(bad.bytes),
       );
       expect(row, `${bad.name} is quarantined byte for byte`).toBeDefined();
       expect(row?.reason, bad.name).toMatch(bad.reason!);
@@ -201,10 +210,10 @@ describe('bad records and hostile input', () => {
     // A second read of the same window quarantines the same records once, counting them again.
     const again = await runTelesync(
       ['backfill', '--from', day.from, '--to', day.to, '--json'],
-      envFor(service.url, database),
+      cli.env,
     );
     expect(again.code, again.stderr).toBe(0);
-    const occurrences = await database.inspect(({ db }) =>
+    const occurrences = await cli.database.inspect(({ db }) =>
       db.selectFrom('rejected_records').select('occurrences').execute(),
     );
     expect(occurrences.map((row) => row.occurrences)).toEqual(rejected.map(() => 2));
@@ -218,24 +227,190 @@ describe('bad records and hostile input', () => {
   });
 });
 
+describe('a hostile service, each case a real process', () => {
+  const day = yesterday();
+  const dayBefore = new Date(Date.parse(`${day.from}T00:00:00Z`) - DAY_MS)
+    .toISOString()
+    .slice(0, 10);
+  const call = (n: number, endTime: string, overrides: Record<string, unknown> = {}) =>
+    Buffer.from(
+      JSON.stringify(
+        trunkCallJson(`00000000-0000-4000-8000-${String(n).padStart(12, '0')}`, endTime, overrides),
+      ),
+    );
+  // A full first page (20 good calls), then a call of the day before and a deep one on the second.
+  const inWindow = Array.from({ length: 20 }, (_, k) => call(k + 1, day.serviceTime));
+  const outsideWindow = call(21, `${dayBefore} 12:00:00+00:00`);
+  const deep = Buffer.concat([
+    call(22, day.serviceTime).subarray(0, -1),
+    Buffer.from(`,"extra":${'['.repeat(20_000)}${']'.repeat(20_000)}}`),
+  ]);
+  const pastLimit = call(23, day.serviceTime);
+
+  const cli = useCliFixture({
+    service: () => startHostileService([...inWindow, outsideWindow, deep], ACCOUNT.authId),
+    account: ACCOUNT,
+    env: { ...FAULT_ENV, TELESYNC_MAX_RETRIES: '1' },
+  });
+  const backfill = (env: Record<string, string> = {}) =>
+    runTelesync(['backfill', '--from', day.from, '--to', day.to, '--json'], cli.envWith(env));
+  const storedCalls = () =>
+    cli.database.inspect(({ db }) =>
+      db.selectFrom('trunk_calls').select('call_uuid').orderBy('call_uuid').execute(),
+    );
+  const quarantine = () =>
+    cli.database.inspect(({ db }) =>
+      db
+        .selectFrom('rejected_records')
+        .select(['record_key', 'reason'])
+        .orderBy('reason')
+        .execute(),
+    );
+  const runningRuns = () =>
+    cli.database.inspect(({ db }) =>
+      db.selectFrom('sync_runs').select('id').where('status', '=', 'running').execute(),
+    );
+  const requestsDuring = async <T>(work: () => Promise<T>): Promise<[T, number]> => {
+    const before = cli.service.requests();
+    const result = await work();
+    return [result, cli.service.requests() - before];
+  };
+
+  it('records outside the window, past the limit or 20,000 levels deep: quarantined with their reasons, the rest lands', async () => {
+    cli.service.setBehaviour({ pastLimit: [pastLimit] });
+    const result = await backfill();
+    expect(result.code, result.stderr).toBe(0);
+    expect(lastJson(result.stdout)).toMatchObject({
+      status: 'succeeded',
+      records_fetched: 23,
+      records_upserted: 20,
+      records_rejected: 3,
+      windows_completed: 1,
+    });
+    expect((await storedCalls()).map((row) => row.call_uuid)).toEqual(
+      Array.from(
+        { length: 20 },
+        (_, k) => `00000000-0000-4000-8000-${String(k + 1).padStart(12, '0')}`,
+      ),
+    );
+    const rejected = await quarantine();
+    const reasonOf = (n: number) =>
+      rejected.find(
+        (row) => row.record_key === `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+      )?.reason ?? rejected.find((row) => row.record_key === null)?.reason;
+    expect(reasonOf(21)).toMatch(
+      new RegExp(
+        `end_time is outside the requested window \\[${day.from}T00:00:00Z, ${day.to}T00:00:00Z\\): ${dayBefore}T12:00:00Z`,
+      ),
+    );
+    expect(reasonOf(23)).toMatch(/more records than the limit of 20 asked for/);
+    expect(rejected.map((row) => row.reason).join('\n')).toMatch(/deep|nest/i);
+    expect(result.stderr).toMatch(/1 calls whose end_time is outside the requested window/);
+    expect(result.stderr).toMatch(/a page held 21 records for a limit of 20/);
+    recordFaultFigures('hostile_window_and_limit', { fetched: 23, stored: 20, quarantined: 3 });
+  });
+
+  it('a total_count of 2^53−1: the window fails with the numbers after one request, memory stays small', async () => {
+    cli.service.setBehaviour({ totalCount: Number.MAX_SAFE_INTEGER });
+    const started = performance.now();
+    const [result, requests] = await requestsDuring(() => backfill());
+    const seconds = (performance.now() - started) / 1000;
+    expect(result.code).toBe(1);
+    const run = lastJson(result.stdout);
+    expect(run.status).toBe('failed');
+    expect(String(run.error)).toContain(
+      `total_count ${Number.MAX_SAFE_INTEGER} would take 450359962737050 pages of 20, more than the 50000 allowed for one window`,
+    );
+    expect(requests).toBe(1);
+    expect(await runningRuns()).toEqual([]);
+    recordFaultFigures('hostile_total_count', { requests, seconds: Math.round(seconds) });
+  });
+
+  it('a meta.next that always advances: followed only up to total_count, the snapshot fails and marks nothing', async () => {
+    cli.service.setBehaviour({ endpoints: 'endless' });
+    const [result, requests] = await requestsDuring(() =>
+      runTelesync(['sync', 'endpoints', '--json'], cli.env),
+    );
+    expect(result.code).toBe(1);
+    expect(String(lastJson(result.stdout).error)).toContain(
+      'meta.next still names a page after 40 records of the total_count of 40',
+    );
+    expect(requests).toBe(2);
+    const endpoints = await cli.database.inspect(({ db }) =>
+      db.selectFrom('sip_endpoints').select('endpoint_id').execute(),
+    );
+    expect(endpoints).toEqual([]);
+  });
+
+  it("a meta.next naming another account's list: not followed, nothing stored", async () => {
+    cli.service.setBehaviour({ endpoints: 'foreign' });
+    const [result, requests] = await requestsDuring(() =>
+      runTelesync(['sync', 'endpoints', '--json'], cli.env),
+    );
+    expect(result.code).toBe(1);
+    expect(String(lastJson(result.stdout).error)).toMatch(
+      /MA_SOMEONE_ELSE.*is not a page of \/v1\/Account\/MA_E2E_FAULTS\/Endpoint\/; not followed/,
+    );
+    expect(requests).toBe(1);
+  });
+
+  it('a Retry-After of an hour, then SIGTERM: the backfill stops within seconds, status stopped, exit 1', async () => {
+    cli.service.setBehaviour({ retryAfterSeconds: 3600 });
+    const before = cli.service.requests();
+    const child = startTelesync(
+      ['backfill', '--from', day.from, '--to', day.to, '--json'],
+      cli.envWith({ TELESYNC_RETRY_AFTER_MAX_SECONDS: '3600', TELESYNC_MAX_RETRIES: '8' }),
+    );
+    await waitFor(() => cli.service.requests() > before, {
+      what: 'the first request',
+      timeoutMs: 30_000,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const stopAt = performance.now();
+    child.kill('SIGTERM');
+    const result = await child.exited;
+    const stopSeconds = (performance.now() - stopAt) / 1000;
+    expect(stopSeconds).toBeLessThan(10);
+    expect(result.code).toBe(1);
+    expect(lastJson(result.stdout).status).toBe('stopped');
+    expect(cli.service.requests() - before).toBe(1);
+    expect(await runningRuns()).toEqual([]);
+    recordFaultFigures('hostile_retry_after_sigterm', {
+      stop_seconds: Math.round(stopSeconds * 10) / 10,
+    });
+  });
+
+  it('a 40 MB body past a 1 MiB cap: reading stops, the request fails once, nothing stored twice', async () => {
+    cli.service.setBehaviour({ bodyBytes: 40 * 1024 * 1024 });
+    const quarantinedBefore = (await quarantine()).length;
+    const [result, requests] = await requestsDuring(() =>
+      backfill({ TELESYNC_MAX_BODY_BYTES: String(1024 * 1024) }),
+    );
+    expect(result.code).toBe(1);
+    expect(String(lastJson(result.stdout).error)).toContain('larger than 1048576 bytes');
+    expect(requests).toBe(1);
+    expect((await quarantine()).length).toBe(quarantinedBefore);
+  });
+
+  it('a redirect: reported as one, never followed, the credentials stay home', async () => {
+    cli.service.setBehaviour({ redirectTo: 'http://collector.example/steal' });
+    const [result, requests] = await requestsDuring(() => backfill());
+    expect(result.code).toBe(1);
+    expect(String(lastJson(result.stdout).error)).toContain(
+      'a redirect to collector.example, not followed',
+    );
+    expect(requests).toBe(1);
+    expect(`${result.stdout}${result.stderr}`).not.toContain(ACCOUNT.authToken);
+  });
+});
+
 describe('a faulty service', () => {
-  let sim: RunningSimulator;
-  let database: CliDatabase;
+  const cli = useSimulatorFixture({ seed: 'fault-mix', calls: 30_000 });
   const from = new Date(Date.now() - 5 * DAY_MS).toISOString().slice(0, 10);
   const to = new Date(Date.now() - 2 * DAY_MS).toISOString().slice(0, 10);
 
-  beforeAll(async () => {
-    sim = await startSimulator({ seed: 'fault-mix', calls: 30_000, accounts: [ACCOUNT] });
-    database = createCliDatabase();
-    expect((await runTelesync(['migrate'], envFor(sim.url, database))).code).toBe(0);
-  });
-  afterAll(async () => {
-    await sim?.close();
-    await database?.cleanup();
-  });
-
   it('429s with Retry-After, 5xx, dropped connections, truncated bodies and latency spikes: the data is exact and the retries are counted', async () => {
-    sim.setFaults({
+    cli.service.setFaults({
       tooManyRequests: 0.1,
       retryAfterSeconds: 1,
       serverErrors: 0.05,
@@ -246,32 +421,22 @@ describe('a faulty service', () => {
     });
     const result = await runTelesync(
       ['backfill', '--from', from, '--to', to, '--json'],
-      envFor(sim.url, database, { TELESYNC_HTTP_TIMEOUT_MS: '5000' }),
+      cli.envWith({ TELESYNC_HTTP_TIMEOUT_MS: '5000' }),
     );
-    const injected = sim.stats().faults;
-    sim.setFaults({});
+    const injected = cli.service.stats().faults;
+    cli.service.setFaults({});
     expect(result.code, result.stderr).toBe(0);
-    const run = lastJson(result);
+    const run = lastJson(result.stdout);
     expect(run.status).toBe('succeeded');
 
-    const expected = oracleCalls(sim, Date.parse(from), Date.parse(to));
-    const stored = await database.inspect(({ db }) =>
-      db
-        .selectFrom('trunk_calls')
-        .select(['call_uuid', 'total_amount'])
-        .where('end_time', '>=', from)
-        .where('end_time', '<', to)
-        .orderBy('call_uuid')
-        .execute(),
-    );
-    expect(stored.map((row) => row.call_uuid)).toEqual(
-      expected.map((call) => call.call_uuid).sort(),
-    );
+    const expected = oracleCalls(cli.service, Date.parse(from), Date.parse(to));
+    const stored = await findStoredCalls(cli.database, from, to);
+    expect(stored.map((row) => row.call_uuid)).toEqual(sortedCallUuids(expected));
     expect(canonicalDecimal(sumDecimals(stored.map((row) => row.total_amount ?? '0')))).toBe(
       canonicalDecimal(sumDecimals(expected.map((call) => call.total_amount))),
     );
 
-    const row = await database.inspect(({ db }) =>
+    const row = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sync_runs')
         .select([
@@ -306,28 +471,17 @@ const target = harnessTarget();
 describe.skipIf(target.kind !== 'postgres')(
   'a faulty database (PostgreSQL through a proxy that cuts connections)',
   () => {
-    let sim: RunningSimulator;
-    let database: CliDatabase;
+    const cli = useSimulatorFixture({ seed: 'fault-db', calls: 40_000 });
     const from = new Date(Date.now() - 30 * DAY_MS).toISOString().slice(0, 10);
     const to = new Date(Date.now() - 2 * DAY_MS).toISOString().slice(0, 10);
 
-    beforeAll(async () => {
-      sim = await startSimulator({ seed: 'fault-db', calls: 40_000, accounts: [ACCOUNT] });
-      database = createCliDatabase();
-      expect((await runTelesync(['migrate'], envFor(sim.url, database))).code).toBe(0);
-    });
-    afterAll(async () => {
-      await sim?.close();
-      await database?.cleanup();
-    });
-
     it('fails the run cleanly when the connection is cut mid-run, shows nothing half-written as complete, and the next run completes', async () => {
-      const url = new URL(database.env.DATABASE_URL!);
+      const url = new URL(cli.database.env.DATABASE_URL!);
       const proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
       const proxied = new URL(url);
       proxied.hostname = '127.0.0.1';
       proxied.port = String(proxy.port);
-      const env = envFor(sim.url, database, {
+      const env = cli.envWith({
         DATABASE_URL: proxied.toString(),
         TELESYNC_MAX_RPS: '150',
       });
@@ -336,8 +490,22 @@ describe.skipIf(target.kind !== 'postgres')(
       const child = startTelesync(['backfill', '--from', from, '--to', to, '--json'], env, {
         timeoutMs: 62_500,
       });
-      // Let it store a few windows, then cut the database away from under it.
-      await new Promise((resolve) => setTimeout(resolve, 2500));
+      // Let it store a window, then cut the database away from under it. Watched straight on
+      // PostgreSQL rather than after a fixed delay: on a busy machine the process alone can take
+      // seconds to start.
+      await waitFor(
+        async () =>
+          (
+            await cli.database.inspect(({ db }) =>
+              db
+                .selectFrom('sync_windows')
+                .select('status')
+                .where('status', '=', 'complete')
+                .execute(),
+            )
+          ).length > 0,
+        { what: 'a first complete window', timeoutMs: 30_000, intervalMs: 50 },
+      );
       // Stops accepting and cuts every connection: the database is gone for the rest of the run.
       const cut = proxy.stop();
       const { code, stdout, stderr } = await child.exited;
@@ -347,7 +515,7 @@ describe.skipIf(target.kind !== 'postgres')(
       expect(stdout + stderr).not.toContain(ACCOUNT.authToken);
 
       // Straight to PostgreSQL now: every window marked complete holds exactly its rows.
-      const windows = await database.inspect(async ({ db, schema, root }) => {
+      const windows = await cli.database.inspect(async ({ db, schema, root }) => {
         const rows = await db
           .selectFrom('sync_windows')
           .select([
@@ -369,34 +537,21 @@ describe.skipIf(target.kind !== 'postgres')(
       });
       const complete = windows.filter((window) => window.status === 'complete');
       expect(complete.length).toBeGreaterThan(0);
-      // MAX_RPS 150 keeps the run longer than the 2.5 s before the cut: some windows never finish.
+      // MAX_RPS 150 keeps the run going long after its first complete window: some never finish.
       expect(complete.length).toBeLessThan(windows.length);
       for (const window of complete) {
         expect(window.actual, window.start).toBe(window.rows_stored);
         expect(window.actual, window.start).toBe(
-          oracleCalls(sim, Date.parse(window.start), Date.parse(window.end)).length,
+          oracleCalls(cli.service, Date.parse(window.start), Date.parse(window.end)).length,
         );
       }
 
-      const next = await runTelesync(
-        ['backfill', '--from', from, '--to', to, '--json'],
-        envFor(sim.url, database),
-      );
+      const next = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], cli.env);
       expect(next.code, next.stderr).toBe(0);
-      const expected = oracleCalls(sim, Date.parse(from), Date.parse(to));
-      const stored = await database.inspect(({ db }) =>
-        db
-          .selectFrom('trunk_calls')
-          .select('call_uuid')
-          .where('end_time', '>=', from)
-          .where('end_time', '<', to)
-          .orderBy('call_uuid')
-          .execute(),
-      );
-      expect(stored.map((row) => row.call_uuid)).toEqual(
-        expected.map((call) => call.call_uuid).sort(),
-      );
-      const running = await database.inspect(({ db }) =>
+      const expected = oracleCalls(cli.service, Date.parse(from), Date.parse(to));
+      const stored = await findStoredCalls(cli.database, from, to);
+      expect(stored.map((row) => row.call_uuid)).toEqual(sortedCallUuids(expected));
+      const running = await cli.database.inspect(({ db }) =>
         db.selectFrom('sync_runs').select('id').where('status', '=', 'running').execute(),
       );
       expect(running).toEqual([]);
@@ -406,41 +561,95 @@ describe.skipIf(target.kind !== 'postgres')(
         losses: expected.length - stored.length,
       });
     });
+
+    it('survives pg_terminate_backend of its connections mid-run: the lost lock fails the run, nothing stays running, the next run completes exactly', async () => {
+      // A database of its own: the other test of this suite expects a fresh ledger.
+      const database = await cli.addDatabase();
+      const child = startTelesync(
+        ['backfill', '--from', from, '--to', to, '--json'],
+        cli.envFor(database, { TELESYNC_MAX_RPS: '150' }),
+        { timeoutMs: 62_500 },
+      );
+      await waitFor(
+        async () =>
+          (
+            await database.inspect(({ db }) =>
+              db
+                .selectFrom('sync_windows')
+                .select('status')
+                .where('status', '=', 'complete')
+                .execute(),
+            )
+          ).length > 0,
+        { what: 'a first complete window', timeoutMs: 30_000, intervalMs: 50 },
+      );
+      // The sessions of this process only (other test files share the database): the one holding
+      // its run's lock, found by the lock's key, and those that ran queries on its schema.
+      const lockKey = advisoryLockKey(
+        `telesync:${database.env.TELESYNC_SCHEMA}:${ACCOUNT.authId}:trunk_calls`,
+      );
+      const terminated = await database.inspect(async ({ root }) => {
+        const result = await sql<{ pid: number }>`
+          SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'telesync' AND pid <> pg_backend_pid()
+            AND datname = current_database()
+            AND (pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+                           AND ((classid::bigint << 32) | objid::bigint) = ${lockKey}::bigint)
+                 OR query LIKE ${`%${database.env.TELESYNC_SCHEMA}%`})`.execute(root);
+        return result.rows.length;
+      });
+      expect(terminated).toBeGreaterThan(0);
+      const { code, stdout, stderr } = await child.exited;
+      expect(code, `stdout: ${stdout}\nstderr: ${stderr}`).toBe(1);
+      // Ended by its own hand, with its result printed, not by an unhandled 'error' event.
+      expect(stderr).not.toMatch(/Unhandled 'error' event|uncaughtException/);
+      const run = lastJson(stdout);
+      expect(run.status).toBe('failed');
+      expect(String(run.error)).toContain('lost the database connection holding the lock');
+      const running = await database.inspect(({ db }) =>
+        db.selectFrom('sync_runs').select('id').where('status', '=', 'running').execute(),
+      );
+      expect(running).toEqual([]);
+
+      const next = await runTelesync(
+        ['backfill', '--from', from, '--to', to, '--json'],
+        cli.envFor(database),
+      );
+      expect(next.code, next.stderr).toBe(0);
+      const expected = oracleCalls(cli.service, Date.parse(from), Date.parse(to));
+      const stored = await findStoredCalls(database, from, to);
+      expect(stored.map((row) => row.call_uuid)).toEqual(sortedCallUuids(expected));
+      recordFaultFigures('terminated_backends', { terminated, calls: expected.length });
+    });
   },
 );
 
 describe('two processes on the same account and stream', () => {
-  let sim: RunningSimulator;
-  let database: CliDatabase;
-
-  beforeAll(async () => {
-    sim = await startSimulator({
-      seed: 'fault-two',
-      calls: 20_000,
-      accounts: [ACCOUNT],
-      faults: { latencyMs: 150 },
-    });
-    database = createCliDatabase();
-    expect((await runTelesync(['migrate'], envFor(sim.url, database))).code).toBe(0);
-  });
-  afterAll(async () => {
-    await sim?.close();
-    await database?.cleanup();
+  const cli = useSimulatorFixture({
+    seed: 'fault-two',
+    calls: 20_000,
+    faults: { latencyMs: 150 },
   });
 
   it('one runs and the other skips (or, on the embedded database, is refused at the door), saying so; the data is exact', async () => {
-    const env = envFor(sim.url, database, { TELESYNC_CONCURRENCY: '4' });
+    const env = cli.envWith({ TELESYNC_CONCURRENCY: '4' });
     const results = await Promise.all([
       runTelesync(['sync', 'trunk_calls', '--json'], env),
       runTelesync(['sync', 'trunk_calls', '--json'], env),
     ]);
     if (target.kind === 'postgres') {
-      const outcomes = results.map(lastJson);
+      const outcomes = results.map((result) => lastJson(result.stdout));
       expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(['skipped', 'succeeded']);
       expect(String(outcomes.find((outcome) => outcome.status === 'skipped')?.error)).toMatch(
         /another telesync run of trunk_calls for account MA_E2E_FAULTS is in progress/,
       );
-      expect(results.map((result) => result.code)).toEqual([0, 0]);
+      // The skipped one read nothing: it says so and exits 1, the other exits 0.
+      const skippedAt = outcomes.findIndex((outcome) => outcome.status === 'skipped');
+      expect(results[skippedAt]!.code).toBe(1);
+      expect(results[1 - skippedAt]!.code).toBe(0);
+      expect(results[skippedAt]!.stderr).toMatch(
+        /not synced: trunk_calls \(MA_E2E_FAULTS\), another run held the lock/,
+      );
     } else {
       // One process at a time may open the embedded database: the second one is told so, at once.
       const refused = results.find((result) => result.code === 1);
@@ -448,11 +657,11 @@ describe('two processes on the same account and stream', () => {
       expect(refused?.stderr).toMatch(
         /The embedded database in .* is in use by telesync process \d+/,
       );
-      expect(lastJson(ran!).status).toBe('succeeded');
+      expect(lastJson(ran!.stdout).status).toBe('succeeded');
     }
 
-    sim.setFaults({});
-    const window = await database.inspect(({ db }) =>
+    cli.service.setFaults({});
+    const window = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sync_runs')
         .select(['window_start', 'window_end'])
@@ -460,53 +669,38 @@ describe('two processes on the same account and stream', () => {
         .executeTakeFirstOrThrow(),
     );
     const expected = oracleCalls(
-      sim,
+      cli.service,
       Date.parse(window.window_start!),
       Date.parse(window.window_end!),
     );
-    const stored = await database.inspect(({ db }) =>
+    const stored = await cli.database.inspect(({ db }) =>
       db.selectFrom('trunk_calls').select('call_uuid').orderBy('call_uuid').execute(),
     );
-    expect(stored.map((row) => row.call_uuid)).toEqual(
-      expected.map((call) => call.call_uuid).sort(),
-    );
+    expect(stored.map((row) => row.call_uuid)).toEqual(sortedCallUuids(expected));
   });
 });
 
 describe('wrong credentials', () => {
-  let sim: RunningSimulator;
-  let database: CliDatabase;
-  beforeAll(async () => {
-    sim = await startSimulator({ seed: 'fault-auth', calls: 1_000, accounts: [ACCOUNT] });
-    database = createCliDatabase();
-    expect((await runTelesync(['migrate'], envFor(sim.url, database))).code).toBe(0);
-  });
-  afterAll(async () => {
-    await sim?.close();
-    await database?.cleanup();
-  });
+  const cli = useSimulatorFixture({ seed: 'fault-auth', calls: 1_000 });
 
   it('give one clear failure per stream, no retry storm, and the token appears in no log, error or table', async () => {
     const wrong = 'tok_wrong_but_secret_55aa';
-    sim.resetStats();
+    cli.service.resetStats();
     const result = await runTelesync(
       ['sync', '--json'],
-      envFor(sim.url, database, { TELESYNC_AUTH_TOKEN: wrong, TELESYNC_LOG_LEVEL: 'debug' }),
+      cli.envWith({ TELESYNC_AUTH_TOKEN: wrong, TELESYNC_LOG_LEVEL: 'debug' }),
     );
     expect(result.code).toBe(1);
-    const lines = result.stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = jsonLines(result.stdout);
     // trunk_calls and the snapshots each try once; the lookup queues are empty and send nothing.
     expect(lines.filter((line) => line.status === 'failed').map((line) => line.stream)).toEqual([
       'trunk_calls',
       'endpoints',
       'caller_ids',
     ]);
-    expect(sim.stats().requests.total).toBe(3);
+    expect(cli.service.stats().requests.total).toBe(3);
     expect(result.stdout + result.stderr).not.toContain(wrong);
-    const stored = await database.inspect(async ({ db }) =>
+    const stored = await cli.database.inspect(async ({ db }) =>
       JSON.stringify(await db.selectFrom('sync_runs').selectAll().execute()),
     );
     expect(stored).toContain('401 authentication failed');

@@ -1,34 +1,31 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { createCliDatabase } from '../support/test-database.js';
+import { useCliFixture } from '../support/cli-fixture.js';
 import { runTelesync } from '../support/run-telesync.js';
 
-const cliDatabase = createCliDatabase();
+/** A database alone, left empty: migrating it is what this file tests. */
+const cli = useCliFixture({ migrate: false });
 
-afterAll(async () => {
-  await cliDatabase.cleanup();
-});
-
-describe(`telesync migrate (${cliDatabase.target.description})`, () => {
+describe(`telesync migrate (${cli.target.description})`, () => {
   it('applies the migrations, then finds nothing to apply, and --status lists them', async () => {
-    const first = await runTelesync(['migrate'], cliDatabase.env);
+    const first = await runTelesync(['migrate'], cli.database.env);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/^applied {2}0001-initial-schema$/m);
 
-    const second = await runTelesync(['migrate'], cliDatabase.env);
+    const second = await runTelesync(['migrate'], cli.database.env);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/up to date; nothing to apply/);
     expect(second.stdout).not.toMatch(/^applied /m);
 
-    const status = await runTelesync(['migrate', '--status'], cliDatabase.env);
+    const status = await runTelesync(['migrate', '--status'], cli.database.env);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/^applied {2}0001-initial-schema {2}\(\d{4}-\d\d-\d\dT/m);
     expect(status.stdout).toContain(`${MIGRATIONS.length} applied, 0 pending`);
     for (const migration of MIGRATIONS)
       expect(first.stdout).toContain(`applied  ${migration.name}`);
 
-    const tables = await cliDatabase.inspect((database) =>
+    const tables = await cli.database.inspect((database) =>
       database.db.selectFrom('sync_runs').select('id').execute(),
     );
     expect(tables).toEqual([]);

@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { scheduleVariable } from '../../src/config/load-config.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import type { HealthReport } from '../../src/scheduler/health.js';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
-import { STREAM_NAMES, type StreamName } from '../../src/sync/streams.js';
+import { startSimulator } from '../../src/simulator/simulator-server.js';
+import { STREAM_NAMES, type StreamName } from '../../src/domain/streams.js';
 import { parsePrometheusText, sumOf, type MetricSample } from '../support/prometheus-text.js';
 import {
   runTelesync,
@@ -12,9 +12,10 @@ import {
   type CommandResult,
   type TelesyncProcess,
 } from '../support/run-telesync.js';
+import { accountEnv, useCliFixture } from '../support/cli-fixture.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 import { freePort, waitFor } from '../support/telesync-process.js';
-import { createCliDatabase, harnessTarget, type CliDatabase } from '../support/test-database.js';
+import { harnessTarget } from '../support/test-database.js';
 
 const ACCOUNTS = {
   ticks: { authId: 'MA_SCHED_TICKS', authToken: 'tok_sched_ticks_secret' },
@@ -28,55 +29,44 @@ type Account = (typeof ACCOUNTS)[keyof typeof ACCOUNTS];
 /** Every stream off: each test turns on the ones it needs. */
 const ALL_OFF = Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off']));
 
-let sim: RunningSimulator;
-/** One database for the file; each test has an account of its own, so their rows stay apart. */
-let database: CliDatabase;
+/**
+ * One simulator and one database for the file; each test has an account of its own, so their rows
+ * stay apart. Not migrated by the fixture: the first check runs `schedule` before the migration.
+ */
+const cli = useCliFixture({
+  service: () =>
+    startSimulator({ seed: 'e2e-schedule', calls: 20_000, accounts: Object.values(ACCOUNTS) }),
+  account: ACCOUNTS.ticks,
+  // Ticks seconds apart need node-cron's seconds field, which telesync takes only when asked.
+  env: { TELESYNC_SCHEDULE_TIMEZONE: 'UTC', TELESYNC_SCHEDULE_SECONDS: 'on', ...ALL_OFF },
+  migrate: false,
+});
 /** `telesync schedule` on that database before it was migrated. */
 let unmigrated: CommandResult;
 const processes: TelesyncProcess[] = [];
 
 beforeAll(async () => {
-  sim = await startSimulator({
-    seed: 'e2e-schedule',
-    calls: 20_000,
-    accounts: Object.values(ACCOUNTS),
-  });
-  database = createCliDatabase();
   unmigrated = await runTelesync(
     ['schedule'],
-    envFor(ACCOUNTS.ticks, 0, { TELESYNC_SCHEDULE_TRUNK_CALLS: '*/5 * * * *' }),
+    schedulerEnv(ACCOUNTS.ticks, 0, { TELESYNC_SCHEDULE_TRUNK_CALLS: '*/5 * * * *' }),
   );
-  await database.inspect(async (db) => {
+  await cli.database.inspect(async (db) => {
     await migrateToLatest(db);
   });
 });
 afterEach(() => {
-  sim.setFaults({});
+  cli.service.setFaults({});
   // A test that failed half-way must not leave its scheduler running.
   for (const running of processes.splice(0)) running.kill('SIGKILL');
 });
-afterAll(async () => {
-  await sim?.close();
-  await database?.cleanup();
-});
 
-function envFor(
+/** The fixture's environment for `account`, serving /metrics and /healthz on `port` (0: off). */
+function schedulerEnv(
   account: Account,
   port: number,
   extra: Record<string, string>,
 ): Record<string, string> {
-  return {
-    ...database.env,
-    TELESYNC_BASE_URL: sim.url,
-    TELESYNC_AUTH_ID: account.authId,
-    TELESYNC_AUTH_TOKEN: account.authToken,
-    TELESYNC_MAX_RPS: '5000',
-    TELESYNC_LOG_LEVEL: 'warn',
-    TELESYNC_HTTP_PORT: String(port),
-    TELESYNC_SCHEDULE_TIMEZONE: 'UTC',
-    ...ALL_OFF,
-    ...extra,
-  };
+  return cli.envWith({ ...accountEnv(account), TELESYNC_HTTP_PORT: String(port), ...extra });
 }
 
 /** Starts `telesync schedule` and waits until it says where it listens. */
@@ -123,7 +113,7 @@ interface RunRow {
 }
 
 async function syncRuns(account: Account): Promise<RunRow[]> {
-  return database.inspect(({ db }) =>
+  return cli.database.inspect(({ db }) =>
     db
       .selectFrom('sync_runs')
       .where('account_id', '=', account.authId)
@@ -161,7 +151,7 @@ function burstOfTicks(leadMs: number, count: number): { cron: string; lastTickMs
 
 describe('telesync schedule', () => {
   it('refuses a bad cron, naming its variable, and an unmigrated database (exit 2)', async () => {
-    const base = envFor(ACCOUNTS.ticks, 0, {});
+    const base = schedulerEnv(ACCOUNTS.ticks, 0, {});
 
     const badCron = await runTelesync(['schedule'], {
       ...base,
@@ -185,7 +175,7 @@ describe('telesync schedule', () => {
     const burst = burstOfTicks(6_000, 4);
     const scheduled: StreamName[] = ['trunk_calls', 'endpoints', 'caller_ids'];
     const scheduler = await startScheduler(
-      envFor(ACCOUNTS.ticks, port, {
+      schedulerEnv(ACCOUNTS.ticks, port, {
         ...Object.fromEntries(scheduled.map((stream) => [scheduleVariable(stream), burst.cron])),
       }),
     );
@@ -272,9 +262,9 @@ describe('telesync schedule', () => {
   it('never overlaps a stream with itself under slow runs: the tick is skipped, logged and counted', async () => {
     const port = await freePort();
     // Every request takes 700 ms, so each run outlasts the one-second tick.
-    sim.setFaults({ latencyMs: 700 });
+    cli.service.setFaults({ latencyMs: 700 });
     const scheduler = await startScheduler(
-      envFor(ACCOUNTS.overlap, port, {
+      schedulerEnv(ACCOUNTS.overlap, port, {
         TELESYNC_SCHEDULE_TRUNK_CALLS: '* * * * * *',
         TELESYNC_INITIAL_DAYS: '1',
       }),
@@ -319,7 +309,7 @@ describe('telesync schedule', () => {
   it('stops cleanly on SIGTERM mid-run: exit 0, no run left running, no complete window without its rows', async () => {
     const port = await freePort();
     const scheduler = await startScheduler(
-      envFor(ACCOUNTS.stop, port, {
+      schedulerEnv(ACCOUNTS.stop, port, {
         TELESYNC_SCHEDULE_TRUNK_CALLS: '* * * * * *',
         // A month of calls, slowly: seconds of work to interrupt.
         TELESYNC_INITIAL_DAYS: '30',
@@ -341,7 +331,7 @@ describe('telesync schedule', () => {
     expect(stopped.stderr).toContain('stopping: no new ticks');
 
     // Read once: each opening of the embedded database costs a second or two.
-    const { runs, windows } = await database.inspect(async (db) => {
+    const { runs, windows } = await cli.database.inspect(async (db) => {
       const runRows = await db.db
         .selectFrom('sync_runs')
         .select([
@@ -389,7 +379,7 @@ describe('telesync schedule', () => {
     // Started again, the scheduler does not hold the run cut short against itself before its
     // first tick.
     const restarted = await startScheduler(
-      envFor(ACCOUNTS.stop, port, { TELESYNC_SCHEDULE_TRUNK_CALLS: '0 0 1 1 *' }),
+      schedulerEnv(ACCOUNTS.stop, port, { TELESYNC_SCHEDULE_TRUNK_CALLS: '0 0 1 1 *' }),
     );
     const afterRestart = await health(port);
     expect(afterRestart.status).toBe(200);
@@ -407,7 +397,7 @@ describe('telesync schedule', () => {
   it('answers /healthz 503 after a failed run, and 200 again once a run succeeds', async () => {
     const port = await freePort();
     const scheduler = await startScheduler(
-      envFor(ACCOUNTS.health, port, {
+      schedulerEnv(ACCOUNTS.health, port, {
         TELESYNC_SCHEDULE_TRUNK_CALLS: '* * * * * *',
         TELESYNC_INITIAL_DAYS: '1',
         TELESYNC_MAX_RETRIES: '0',
@@ -417,7 +407,7 @@ describe('telesync schedule', () => {
       what: 'a first successful run',
     });
 
-    sim.setFaults({ down: true });
+    cli.service.setFaults({ down: true });
     const down = await waitFor(
       async () => {
         const answer = await health(port);
@@ -437,7 +427,7 @@ describe('telesync schedule', () => {
     expect(sumOf(metrics, 'telesync_runs_total', { status: 'failed' })).toBeGreaterThan(0);
     expect(sumOf(metrics, 'telesync_api_responses_total', { status: '503' })).toBeGreaterThan(0);
 
-    sim.setFaults({});
+    cli.service.setFaults({});
     await waitFor(async () => (await health(port)).status === 200, {
       what: '/healthz to recover',
     });
@@ -457,7 +447,7 @@ describe('telesync schedule', () => {
       url.host = `127.0.0.1:${proxy.port}`;
       const port = await freePort();
       const scheduler = await startScheduler(
-        envFor(ACCOUNTS.offline, port, {
+        schedulerEnv(ACCOUNTS.offline, port, {
           DATABASE_URL: url.toString(),
           // Scheduled, but not within this test: the stream is "starting".
           TELESYNC_SCHEDULE_TRUNK_CALLS: '0 0 1 1 *',

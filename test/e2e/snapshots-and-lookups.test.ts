@@ -1,58 +1,36 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
-import { createCliDatabase, type CliDatabase } from '../support/test-database.js';
+import { describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/simulator/simulator-server.js';
+import { useCliFixture } from '../support/cli-fixture.js';
+import { jsonLines } from '../support/command-output.js';
 import { runTelesync } from '../support/run-telesync.js';
 
 const ACCOUNT = { authId: 'MA_E2E_SNAP', authToken: 'tok_e2e_snapshot_secret' };
 
-let sim: RunningSimulator;
-let database: CliDatabase;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  sim = await startSimulator({
-    seed: 'e2e-snapshots',
-    calls: 2_000,
-    endpoints: 45,
-    callerIds: 25,
-    messages: 300,
-    packs: 4,
-    accounts: [ACCOUNT],
-  });
-  database = createCliDatabase();
-  env = {
-    ...database.env,
-    TELESYNC_BASE_URL: sim.url,
-    TELESYNC_AUTH_ID: ACCOUNT.authId,
-    TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
-    TELESYNC_MAX_RPS: '5000',
-    TELESYNC_LOG_LEVEL: 'warn',
-  };
-  expect((await runTelesync(['migrate'], env)).code).toBe(0);
+const cli = useCliFixture({
+  service: () =>
+    startSimulator({
+      seed: 'e2e-snapshots',
+      calls: 2_000,
+      endpoints: 45,
+      callerIds: 25,
+      messages: 300,
+      packs: 4,
+      accounts: [ACCOUNT],
+    }),
+  account: ACCOUNT,
 });
-afterAll(async () => {
-  await sim?.close();
-  await database?.cleanup();
-});
-
-function lines(stdout: string): Record<string, unknown>[] {
-  return stdout
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
 
 describe('snapshots of endpoints and caller IDs', () => {
   it('store every endpoint and caller ID, registered or not', async () => {
-    const result = await runTelesync(['sync', 'endpoints', 'caller_ids', '--json'], env);
+    const result = await runTelesync(['sync', 'endpoints', 'caller_ids', '--json'], cli.env);
     expect(result.code, result.stderr).toBe(0);
     expect(
-      lines(result.stdout).map((run) => [run.stream, run.status, run.records_upserted]),
+      jsonLines(result.stdout).map((run) => [run.stream, run.status, run.records_upserted]),
     ).toEqual([
       ['endpoints', 'succeeded', 45],
       ['caller_ids', 'succeeded', 25],
     ]);
-    const endpoints = await database.inspect(({ db }) =>
+    const endpoints = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sip_endpoints')
         .select(['endpoint_id', 'sip_registered', 'sip_contact', 'deleted_at'])
@@ -69,7 +47,7 @@ describe('snapshots of endpoints and caller IDs', () => {
   });
 
   it('mark an endpoint removed at the service deleted, and clear the mark when it comes back', async () => {
-    const victim = await database.inspect(({ db }) =>
+    const victim = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sip_endpoints')
         .select('endpoint_id')
@@ -78,14 +56,14 @@ describe('snapshots of endpoints and caller IDs', () => {
         .executeTakeFirstOrThrow(),
     );
     const response = await fetch(
-      `${sim.url}/__admin/endpoints/${ACCOUNT.authId}/${victim.endpoint_id}`,
+      `${cli.service.url}/__admin/endpoints/${ACCOUNT.authId}/${victim.endpoint_id}`,
       { method: 'DELETE' },
     );
     expect(response.ok).toBe(true);
 
-    const result = await runTelesync(['sync', 'endpoints', '--json'], env);
+    const result = await runTelesync(['sync', 'endpoints', '--json'], cli.env);
     expect(result.code, result.stderr).toBe(0);
-    const deleted = await database.inspect(({ db }) =>
+    const deleted = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sip_endpoints')
         .select(['endpoint_id', 'deleted_at'])
@@ -94,7 +72,7 @@ describe('snapshots of endpoints and caller IDs', () => {
     );
     expect(deleted.map((row) => row.endpoint_id)).toEqual([victim.endpoint_id]);
 
-    const back = await fetch(`${sim.url}/__admin/endpoints`, {
+    const back = await fetch(`${cli.service.url}/__admin/endpoints`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -103,9 +81,9 @@ describe('snapshots of endpoints and caller IDs', () => {
       }),
     });
     expect(back.status).toBe(201);
-    const comeback = await runTelesync(['sync', 'endpoints', '--json'], env);
+    const comeback = await runTelesync(['sync', 'endpoints', '--json'], cli.env);
     expect(comeback.code, comeback.stderr).toBe(0);
-    const row = await database.inspect(({ db }) =>
+    const row = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sip_endpoints')
         .select(['deleted_at', 'first_seen_at', 'last_seen_at'])
@@ -117,7 +95,7 @@ describe('snapshots of endpoints and caller IDs', () => {
   });
 
   it('refuse, loudly, a snapshot that would mark most endpoints deleted, and mark none', async () => {
-    const survivors = await database.inspect(({ db }) =>
+    const survivors = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sip_endpoints')
         .select('endpoint_id')
@@ -127,21 +105,21 @@ describe('snapshots of endpoints and caller IDs', () => {
     );
     for (const row of survivors.slice(0, 30)) {
       const removed = await fetch(
-        `${sim.url}/__admin/endpoints/${ACCOUNT.authId}/${row.endpoint_id}`,
+        `${cli.service.url}/__admin/endpoints/${ACCOUNT.authId}/${row.endpoint_id}`,
         { method: 'DELETE' },
       );
       expect(removed.ok).toBe(true);
     }
-    const result = await runTelesync(['sync', 'endpoints', '--json'], env);
+    const result = await runTelesync(['sync', 'endpoints', '--json'], cli.env);
     expect(result.code).toBe(1);
-    const [run] = lines(result.stdout);
+    const [run] = jsonLines(result.stdout);
     expect(run).toMatchObject({ status: 'failed' });
     expect(String(run?.error)).toMatch(
       new RegExp(
         `refused to mark 30 of ${survivors.length} SIP endpoints deleted: more than 50% \\(TELESYNC_SNAPSHOT_DELETE_GUARD\\)`,
       ),
     );
-    const deleted = await database.inspect(({ db }) =>
+    const deleted = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sip_endpoints')
         .select('endpoint_id')
@@ -151,12 +129,12 @@ describe('snapshots of endpoints and caller IDs', () => {
     expect(deleted).toHaveLength(45 - survivors.length);
 
     // The operator confirms the deletions are real.
-    const confirmed = await runTelesync(['sync', 'endpoints', '--json'], {
-      ...env,
-      TELESYNC_SNAPSHOT_DELETE_GUARD: '1',
-    });
+    const confirmed = await runTelesync(
+      ['sync', 'endpoints', '--json'],
+      cli.envWith({ TELESYNC_SNAPSHOT_DELETE_GUARD: '1' }),
+    );
     expect(confirmed.code, confirmed.stderr).toBe(0);
-    const afterwards = await database.inspect(({ db }) =>
+    const afterwards = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sip_endpoints')
         .select('endpoint_id')
@@ -169,9 +147,9 @@ describe('snapshots of endpoints and caller IDs', () => {
 
 describe('lookups', () => {
   it('fetch queued messages, end unknown UUIDs as not_found, then fetch the packs they reference', async () => {
-    const known = sim.dataset().accounts[0]!.exampleMessageUuids.slice(0, 3);
+    const known = cli.service.dataset().accounts[0]!.exampleMessageUuids.slice(0, 3);
     const unknown = '00000000-0000-4000-8000-000000000000';
-    await database.inspect(({ db }) =>
+    await cli.database.inspect(({ db }) =>
       db
         .insertInto('message_refs')
         .values(
@@ -184,10 +162,10 @@ describe('lookups', () => {
         .execute(),
     );
 
-    const result = await runTelesync(['sync', 'messages', 'powerpacks', '--json'], env);
+    const result = await runTelesync(['sync', 'messages', 'powerpacks', '--json'], cli.env);
     expect(result.code, result.stderr).toBe(0);
 
-    const { refs, messages, packs, priorities } = await database.inspect(async ({ db }) => ({
+    const { refs, messages, packs, priorities } = await cli.database.inspect(async ({ db }) => ({
       refs: await db
         .selectFrom('message_refs')
         .select(['message_uuid', 'status', 'attempts'])
@@ -224,13 +202,13 @@ describe('lookups', () => {
     ).toBe(true);
 
     // Asking again for a UUID that was not found does not retry it by itself.
-    const again = await runTelesync(['sync', 'messages', '--json'], env);
-    expect(lines(again.stdout)[0]).toMatchObject({ status: 'succeeded', requests: 0 });
+    const again = await runTelesync(['sync', 'messages', '--json'], cli.env);
+    expect(jsonLines(again.stdout)[0]).toMatchObject({ status: 'succeeded', requests: 0 });
   });
 
   it('fetch the stream records of queued calls', async () => {
-    const calls = sim.dataset().accounts[0]!.callsWithStreams.slice(0, 2);
-    await database.inspect(({ db }) =>
+    const calls = cli.service.dataset().accounts[0]!.callsWithStreams.slice(0, 2);
+    await cli.database.inspect(({ db }) =>
       db
         .insertInto('call_stream_refs')
         .values(
@@ -242,9 +220,9 @@ describe('lookups', () => {
         )
         .execute(),
     );
-    const result = await runTelesync(['sync', 'call_streams', '--json'], env);
+    const result = await runTelesync(['sync', 'call_streams', '--json'], cli.env);
     expect(result.code, result.stderr).toBe(0);
-    const streams = await database.inspect(({ db }) =>
+    const streams = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('call_streams')
         .select(['call_uuid', 'stream_id', 'billed_amount', 'end_time'])
@@ -253,9 +231,63 @@ describe('lookups', () => {
     expect(calls).toHaveLength(2);
     expect(new Set(streams.map((stream) => stream.call_uuid))).toEqual(new Set(calls));
     expect(streams.every((stream) => /^\d+\.\d+$/.test(stream.billed_amount ?? ''))).toBe(true);
-    const refs = await database.inspect(({ db }) =>
+    const refs = await cli.database.inspect(({ db }) =>
       db.selectFrom('call_stream_refs').select('status').where('call_uuid', 'in', calls).execute(),
     );
     expect(refs).toEqual(calls.map(() => ({ status: 'fetched' })));
+  });
+
+  it("end refs that are not identifiers ('.', '..', a path) as not_found with the reason, sending nothing", async () => {
+    const bad = ['.', '..', '../Call', 'a/b', '%2e%2e'];
+    await cli.database.inspect(async ({ db }) => {
+      await db
+        .insertInto('message_refs')
+        .values(
+          bad.map((ref) => ({
+            account_id: ACCOUNT.authId,
+            message_uuid: ref,
+            requested_by: 'test',
+          })),
+        )
+        .execute();
+      await db
+        .insertInto('call_stream_refs')
+        .values(
+          bad.map((ref) => ({ account_id: ACCOUNT.authId, call_uuid: ref, requested_by: 'test' })),
+        )
+        .execute();
+    });
+    const result = await runTelesync(['sync', 'messages', 'call_streams', '--json'], cli.env);
+    expect(result.code, result.stderr).toBe(0);
+    // Nothing was sent for them: these runs had no other entry due.
+    expect(jsonLines(result.stdout).map((run) => [run.stream, run.status, run.requests])).toEqual([
+      ['messages', 'succeeded', 0],
+      ['call_streams', 'succeeded', 0],
+    ]);
+    const { messages, streams } = await cli.database.inspect(async ({ db }) => ({
+      messages: await db
+        .selectFrom('message_refs')
+        .select(['message_uuid as ref', 'status', 'last_error'])
+        .where('message_uuid', 'in', bad)
+        .orderBy('message_uuid')
+        .execute(),
+      streams: await db
+        .selectFrom('call_stream_refs')
+        .select(['call_uuid as ref', 'status', 'last_error'])
+        .where('call_uuid', 'in', bad)
+        .orderBy('call_uuid')
+        .execute(),
+    }));
+    for (const [rows, kind] of [
+      [messages, 'message_uuid'],
+      [streams, 'call_uuid'],
+    ] as const) {
+      expect(rows.map((row) => row.ref)).toEqual([...bad].sort());
+      for (const row of rows) {
+        expect(row.status).toBe('not_found');
+        expect(row.last_error).toContain(`not a valid ${kind}: ${JSON.stringify(row.ref)}`);
+        expect(row.last_error).toContain('nothing was sent');
+      }
+    }
   });
 });

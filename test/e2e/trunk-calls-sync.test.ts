@@ -1,84 +1,60 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
-import { canonicalDecimal, oracleCalls, sumDecimals } from '../support/simulator-oracle.js';
-import { createCliDatabase, type CliDatabase } from '../support/test-database.js';
+import { describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/simulator/simulator-server.js';
+import { useCliFixture } from '../support/cli-fixture.js';
+import { lastJson } from '../support/command-output.js';
+import {
+  canonicalDecimal,
+  oracleCalls,
+  sortedCallUuids,
+  sumDecimals,
+} from '../support/simulator-oracle.js';
+import { findStoredCalls } from '../support/stored-calls.js';
+import type { CliDatabase } from '../support/test-database.js';
 import { runTelesync } from '../support/run-telesync.js';
 
 const ACCOUNT = { authId: 'MA_E2E_TRUNK', authToken: 'tok_e2e_trunk_secret' };
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
 
-function envFor(
-  sim: RunningSimulator,
-  database: CliDatabase,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  return {
-    ...database.env,
-    TELESYNC_BASE_URL: sim.url,
-    TELESYNC_AUTH_ID: ACCOUNT.authId,
-    TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
-    TELESYNC_MAX_RPS: '5000',
-    TELESYNC_CONCURRENCY: '8',
-    TELESYNC_LOG_LEVEL: 'warn',
-    ...extra,
-  };
+/** A simulator of `calls` calls for ACCOUNT, and a migrated database of the suite's own. */
+function useTrunkFixture(seed: string, calls: number) {
+  return useCliFixture({
+    service: () => startSimulator({ seed, calls, accounts: [ACCOUNT] }),
+    account: ACCOUNT,
+    env: { TELESYNC_CONCURRENCY: '8' },
+  });
 }
 
-/** The last line of a command's stdout, parsed (commands run with --json). */
-function lastJson(stdout: string): Record<string, unknown> {
-  const lines = stdout.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
-}
-
-async function storedCalls(database: CliDatabase, fromIso: string, toIso: string) {
-  return database.inspect(async ({ db }) =>
+async function trunkWatermark(database: CliDatabase): Promise<{ watermark: string | null }> {
+  return database.inspect(({ db }) =>
     db
-      .selectFrom('trunk_calls')
-      .select(['call_uuid', 'total_amount', 'end_time'])
-      .where('end_time', '>=', fromIso)
-      .where('end_time', '<', toIso)
-      .orderBy('call_uuid')
-      .execute(),
+      .selectFrom('sync_state')
+      .select('watermark')
+      .where('stream', '=', 'trunk_calls')
+      .executeTakeFirstOrThrow(),
   );
 }
 
 describe('a 90-day backfill, then incremental syncs', () => {
-  let sim: RunningSimulator;
-  let database: CliDatabase;
-  let env: Record<string, string>;
+  const cli = useTrunkFixture('e2e-trunk', 55_000);
   let covered: { from: string; to: string };
 
-  beforeAll(async () => {
-    sim = await startSimulator({ seed: 'e2e-trunk', calls: 55_000, accounts: [ACCOUNT] });
-    database = createCliDatabase();
-    env = envFor(sim, database);
-    const migrate = await runTelesync(['migrate'], env);
-    expect(migrate.code, migrate.stderr).toBe(0);
-  });
-  afterAll(async () => {
-    await sim?.close();
-    await database?.cleanup();
-  });
-
   it('lands every call of the horizon exactly once, with the exact sum of total_amount', async () => {
-    const result = await runTelesync(['backfill', '--days', '90', '--json'], env);
+    const result = await runTelesync(['backfill', '--days', '90', '--json'], cli.env);
     expect(result.code, result.stderr).toBe(0);
     const outcome = lastJson(result.stdout);
     expect(outcome).toMatchObject({ status: 'succeeded', records_rejected: 0 });
     covered = { from: String(outcome.covered_from), to: String(outcome.covered_to) };
 
-    const expected = oracleCalls(sim, Date.parse(covered.from), Date.parse(covered.to));
+    const expected = oracleCalls(cli.service, Date.parse(covered.from), Date.parse(covered.to));
     expect(expected.length).toBeGreaterThanOrEqual(50_000);
-    const stored = await storedCalls(database, covered.from, covered.to);
+    const stored = await findStoredCalls(cli.database, covered.from, covered.to);
     expect(stored.length).toBe(expected.length);
     expect(new Set(stored.map((row) => row.call_uuid)).size).toBe(stored.length);
-    expect(stored.map((row) => row.call_uuid)).toEqual(
-      expected.map((call) => call.call_uuid).sort(),
-    );
+    expect(stored.map((row) => row.call_uuid)).toEqual(sortedCallUuids(expected));
 
-    const storedSum = await database.inspect(async ({ db }) => {
+    const storedSum = await cli.database.inspect(async ({ db }) => {
       const row = await db
         .selectFrom('trunk_calls')
         .select(sql<string>`sum(total_amount)::text`.as('total'))
@@ -96,7 +72,7 @@ describe('a 90-day backfill, then incremental syncs', () => {
     expect(stored.filter((row) => row.total_amount !== amounts.get(row.call_uuid))).toEqual([]);
 
     // The ledger reconciles: every window complete, service totals equal the rows stored.
-    const ledger = await database.inspect(({ db }) =>
+    const ledger = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sync_windows')
         .select([
@@ -114,9 +90,9 @@ describe('a 90-day backfill, then incremental syncs', () => {
   });
 
   it('then a sync reads only the lookback, and a second one changes nothing', async () => {
-    const first = await runTelesync(['sync', 'trunk_calls', '--json'], env);
+    const first = await runTelesync(['sync', 'trunk_calls', '--json'], cli.env);
     expect(first.code, first.stderr).toBe(0);
-    const second = await runTelesync(['sync', 'trunk_calls', '--json'], env);
+    const second = await runTelesync(['sync', 'trunk_calls', '--json'], cli.env);
     expect(second.code, second.stderr).toBe(0);
     const run = lastJson(second.stdout);
     expect(run).toMatchObject({ status: 'succeeded', records_changed: 0, records_rejected: 0 });
@@ -125,23 +101,17 @@ describe('a 90-day backfill, then incremental syncs', () => {
     expect(Number(run.windows_planned)).toBeLessThanOrEqual(2);
     if (Number(run.records_fetched) === 0) expect(run.requests).toBe(run.windows_planned);
 
-    const watermark = await database.inspect(({ db }) =>
-      db
-        .selectFrom('sync_state')
-        .select('watermark')
-        .where('stream', '=', 'trunk_calls')
-        .executeTakeFirstOrThrow(),
-    );
+    const watermark = await trunkWatermark(cli.database);
     expect(Date.parse(watermark.watermark!)).toBeGreaterThan(Date.now() - 10 * 60 * 1000);
   });
 
   it('catches a call that arrives late in a window already read, with the next run', async () => {
     const endTime = new Date(Date.now() - 2 * HOUR_MS).toISOString();
-    const late = sim.addCall({ endTime });
-    const result = await runTelesync(['sync', 'trunk_calls', '--json'], env);
+    const late = cli.service.addCall({ endTime });
+    const result = await runTelesync(['sync', 'trunk_calls', '--json'], cli.env);
     expect(result.code, result.stderr).toBe(0);
     expect(lastJson(result.stdout)).toMatchObject({ status: 'succeeded' });
-    const row = await database.inspect(({ db }) =>
+    const row = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('trunk_calls')
         .select(['call_uuid', 'total_amount'])
@@ -154,7 +124,7 @@ describe('a 90-day backfill, then incremental syncs', () => {
     const todayStart = Math.floor(Date.now() / DAY_MS) * DAY_MS;
     const yesterday = new Date(todayStart - DAY_MS).toISOString();
     // As if yesterday's window was last read in full yesterday.
-    await database.inspect(({ db }) =>
+    await cli.database.inspect(({ db }) =>
       db
         .updateTable('sync_windows')
         .set({ read_at: new Date(todayStart - HOUR_MS).toISOString() })
@@ -162,11 +132,11 @@ describe('a 90-day backfill, then incremental syncs', () => {
         .execute(),
     );
     const startedAt = Date.now();
-    const noLookback = { ...env, TELESYNC_LOOKBACK_HOURS: '0' };
+    const noLookback = cli.envWith({ TELESYNC_LOOKBACK_HOURS: '0' });
     const first = await runTelesync(['sync', 'trunk_calls', '--json'], noLookback);
     expect(first.code, first.stderr).toBe(0);
     const readAt = async () =>
-      database.inspect(async ({ db }) => {
+      cli.database.inspect(async ({ db }) => {
         const row = await db
           .selectFrom('sync_windows')
           .select(['read_at', 'status'])
@@ -191,16 +161,16 @@ describe('a 90-day backfill, then incremental syncs', () => {
 
   it('records the unrecoverable gap when the watermark fell behind the 90-day horizon', async () => {
     const lost = new Date(Date.now() - 100 * DAY_MS).toISOString();
-    await database.inspect(({ db }) =>
+    await cli.database.inspect(({ db }) =>
       db
         .updateTable('sync_state')
         .set({ watermark: lost })
         .where('stream', '=', 'trunk_calls')
         .execute(),
     );
-    const result = await runTelesync(['sync', 'trunk_calls', '--json'], env);
+    const result = await runTelesync(['sync', 'trunk_calls', '--json'], cli.env);
     expect(result.code, result.stderr).toBe(0);
-    const run = await database.inspect(({ db }) =>
+    const run = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sync_runs')
         .select(['gap_start', 'gap_end', 'status'])
@@ -213,7 +183,7 @@ describe('a 90-day backfill, then incremental syncs', () => {
     expect(Date.now() - Date.parse(run.gap_end!)).toBeGreaterThan(89.99 * DAY_MS);
     expect(Date.now() - Date.parse(run.gap_end!)).toBeLessThan(90 * DAY_MS);
     expect(result.stderr).toMatch(/the watermark fell behind the 90-day horizon/);
-    const status = await runTelesync(['status'], env);
+    const status = await runTelesync(['status'], cli.env);
     expect(status.stdout).toMatch(
       /! trunk_calls: unrecoverable gap .* those calls left the 90-day horizon before they were synced/,
     );
@@ -221,34 +191,21 @@ describe('a 90-day backfill, then incremental syncs', () => {
 });
 
 describe('a faulty service', () => {
-  let sim: RunningSimulator;
-  let database: CliDatabase;
-  let env: Record<string, string>;
+  const cli = useTrunkFixture('e2e-faults', 30_000);
   const from = new Date(Date.now() - 6 * DAY_MS).toISOString().slice(0, 10);
   const to = new Date(Date.now() - 1 * DAY_MS).toISOString().slice(0, 10);
 
-  beforeAll(async () => {
-    sim = await startSimulator({ seed: 'e2e-faults', calls: 30_000, accounts: [ACCOUNT] });
-    database = createCliDatabase();
-    env = envFor(sim, database);
-    expect((await runTelesync(['migrate'], env)).code).toBe(0);
-  });
-  afterAll(async () => {
-    await sim?.close();
-    await database?.cleanup();
-  });
-
   it('quarantines malformed records with their reason and exact bytes, and stores the rest', async () => {
-    sim.setFaults({ malformed: 0.02 });
-    const result = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], env);
+    cli.service.setFaults({ malformed: 0.02 });
+    const result = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], cli.env);
     expect(result.code, result.stderr).toBe(0);
     const outcome = lastJson(result.stdout);
     // What the service holds: its malformed records are the same calls on every read.
-    const served = oracleCalls(sim, Date.parse(from), Date.parse(to));
-    sim.setFaults({});
+    const served = oracleCalls(cli.service, Date.parse(from), Date.parse(to));
+    cli.service.setFaults({});
     const servedByText = new Set(served.map((call) => call.text));
 
-    const { stored, rejected } = await database.inspect(async ({ db }) => ({
+    const { stored, rejected } = await cli.database.inspect(async ({ db }) => ({
       stored: await db
         .selectFrom('trunk_calls')
         .select('call_uuid')
@@ -275,19 +232,13 @@ describe('a faulty service', () => {
 
   it('a service that stays down fails the run clearly after bounded retries; the watermark does not move; the next run completes', async () => {
     const fastRetries = { TELESYNC_MAX_RETRIES: '2', TELESYNC_HTTP_TIMEOUT_MS: '2000' };
-    const first = await runTelesync(['sync', 'trunk_calls', '--json'], { ...env, ...fastRetries });
+    const first = await runTelesync(['sync', 'trunk_calls', '--json'], cli.envWith(fastRetries));
     expect(first.code, first.stderr).toBe(0);
-    const watermarkBefore = await database.inspect(({ db }) =>
-      db
-        .selectFrom('sync_state')
-        .select('watermark')
-        .where('stream', '=', 'trunk_calls')
-        .executeTakeFirstOrThrow(),
-    );
+    const watermarkBefore = await trunkWatermark(cli.database);
 
-    sim.setFaults({ down: true });
-    const down = await runTelesync(['sync', 'trunk_calls', '--json'], { ...env, ...fastRetries });
-    sim.setFaults({});
+    cli.service.setFaults({ down: true });
+    const down = await runTelesync(['sync', 'trunk_calls', '--json'], cli.envWith(fastRetries));
+    cli.service.setFaults({});
     expect(down.code).toBe(1);
     const failed = lastJson(down.stdout);
     expect(failed.status).toBe('failed');
@@ -295,22 +246,16 @@ describe('a faulty service', () => {
       /after 3 attempts: 503 the service had an internal problem/,
     );
     expect(down.stdout + down.stderr).not.toContain(ACCOUNT.authToken);
-    const watermarkAfter = await database.inspect(({ db }) =>
-      db
-        .selectFrom('sync_state')
-        .select('watermark')
-        .where('stream', '=', 'trunk_calls')
-        .executeTakeFirstOrThrow(),
-    );
+    const watermarkAfter = await trunkWatermark(cli.database);
     expect(watermarkAfter.watermark).toBe(watermarkBefore.watermark);
 
-    const next = await runTelesync(['sync', 'trunk_calls', '--json'], { ...env, ...fastRetries });
+    const next = await runTelesync(['sync', 'trunk_calls', '--json'], cli.envWith(fastRetries));
     expect(next.code, next.stderr).toBe(0);
     const outcome = lastJson(next.stdout);
     expect(outcome.status).toBe('succeeded');
     // It did the work the failed run could not: its span holds exactly the service's calls, and
     // the watermark has moved on from where it stood.
-    const span = await database.inspect(({ db }) =>
+    const span = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sync_runs')
         .select(['window_start', 'window_end'])
@@ -319,20 +264,12 @@ describe('a faulty service', () => {
     );
     const from = span.window_start!;
     const to = span.window_end!;
-    const stored = await storedCalls(database, from, to);
+    const stored = await findStoredCalls(cli.database, from, to);
     expect(stored.length).toBeGreaterThan(0);
     expect(stored.map((row) => row.call_uuid)).toEqual(
-      oracleCalls(sim, Date.parse(from), Date.parse(to))
-        .map((call) => call.call_uuid)
-        .sort(),
+      sortedCallUuids(oracleCalls(cli.service, Date.parse(from), Date.parse(to))),
     );
-    const watermarkNext = await database.inspect(({ db }) =>
-      db
-        .selectFrom('sync_state')
-        .select('watermark')
-        .where('stream', '=', 'trunk_calls')
-        .executeTakeFirstOrThrow(),
-    );
+    const watermarkNext = await trunkWatermark(cli.database);
     expect(Date.parse(watermarkNext.watermark!)).toBeGreaterThanOrEqual(
       Date.parse(watermarkBefore.watermark!),
     );
@@ -341,32 +278,19 @@ describe('a faulty service', () => {
 });
 
 describe('calls added at the service while a window is paged', () => {
-  let sim: RunningSimulator;
-  let database: CliDatabase;
-  let env: Record<string, string>;
+  const cli = useTrunkFixture('e2e-paging', 30_000);
   const from = new Date(Date.now() - 8 * DAY_MS).toISOString().slice(0, 10);
   const to = new Date(Date.now() - 1 * DAY_MS).toISOString().slice(0, 10);
 
-  beforeAll(async () => {
-    sim = await startSimulator({ seed: 'e2e-paging', calls: 30_000, accounts: [ACCOUNT] });
-    database = createCliDatabase();
-    env = envFor(sim, database);
-    expect((await runTelesync(['migrate'], env)).code).toBe(0);
-  });
-  afterAll(async () => {
-    await sim?.close();
-    await database?.cleanup();
-  });
-
   it('are never missed: a window marked complete holds every call, and the next run completes the rest', async () => {
-    sim.setFaults({ insertDuringPaging: 0.03 });
-    const result = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], env);
-    sim.setFaults({});
-    expect(sim.stats().faults.insertedDuringPaging ?? 0).toBeGreaterThan(0);
+    cli.service.setFaults({ insertDuringPaging: 0.03 });
+    const result = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], cli.env);
+    cli.service.setFaults({});
+    expect(cli.service.stats().faults.insertedDuringPaging ?? 0).toBeGreaterThan(0);
     // A window that never added up fails the run (exit 1) and stays incomplete in the ledger.
     expect([0, 1], result.stderr).toContain(result.code);
 
-    const windows = await database.inspect(({ db }) =>
+    const windows = await cli.database.inspect(({ db }) =>
       db
         .selectFrom('sync_windows')
         .select([
@@ -379,20 +303,18 @@ describe('calls added at the service while a window is paged', () => {
     const complete = windows.filter((window) => window.status === 'complete');
     expect(complete.length).toBeGreaterThan(0);
     for (const window of complete) {
-      const expected = oracleCalls(sim, Date.parse(window.start), Date.parse(window.end));
-      const stored = await storedCalls(database, window.start, window.end);
+      const expected = oracleCalls(cli.service, Date.parse(window.start), Date.parse(window.end));
+      const stored = await findStoredCalls(cli.database, window.start, window.end);
       expect(
         stored.map((row) => row.call_uuid),
         `window ${window.start}`,
-      ).toEqual(expected.map((call) => call.call_uuid).sort());
+      ).toEqual(sortedCallUuids(expected));
     }
 
-    const again = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], env);
+    const again = await runTelesync(['backfill', '--from', from, '--to', to, '--json'], cli.env);
     expect(again.code, again.stderr).toBe(0);
-    const expected = oracleCalls(sim, Date.parse(from), Date.parse(to));
-    const stored = await storedCalls(database, from, to);
-    expect(stored.map((row) => row.call_uuid)).toEqual(
-      expected.map((call) => call.call_uuid).sort(),
-    );
+    const expected = oracleCalls(cli.service, Date.parse(from), Date.parse(to));
+    const stored = await findStoredCalls(cli.database, from, to);
+    expect(stored.map((row) => row.call_uuid)).toEqual(sortedCallUuids(expected));
   });
 });

@@ -7,10 +7,16 @@ import {
   type ReceivedRecord,
 } from '../../src/api/received-json.js';
 import type { StartStreamParams } from '../../src/api/stream-rules.js';
-import { isNotFound, StreamRulesError, TelephonyClient } from '../../src/api/telephony-client.js';
+import {
+  InvalidIdentifierError,
+  isNotFound,
+  StreamRulesError,
+  TelephonyClient,
+} from '../../src/api/telephony-client.js';
 import type { TrunkCallFilters } from '../../src/api/trunk-call-query.js';
 import { HttpTransport } from '../../src/api/transport.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/simulator-server.js';
+import { specFields } from '../support/spec-fields.js';
 
 // Contract tests: the real client (HttpTransport + TelephonyClient) against the simulator over
 // HTTP, on every operation, filter and 400 of the spec (sections 4 and 7) and of
@@ -260,118 +266,15 @@ function expectHttpError(error: ApiError, status: number): void {
   expect(typeof error.serviceMessage).toBe('string');
 }
 
-// ---- the spec's fields (section 2), transcribed here ---------------------------------------------
+// ---- the spec's fields (section 2), from the test suite's own transcription of the spec ---------
 
-const ENDPOINT_FIELDS = [
-  'endpoint_id',
-  'username',
-  'alias',
-  'application',
-  'resource_uri',
-  'sip_uri',
-  'sip_registered',
-  'sip_contact',
-  'sip_expires',
-  'sip_user_agent',
-  'sub_account',
-];
+const ENDPOINT_FIELDS = Object.keys(specFields('sip_endpoints'));
 const REGISTRATION_FIELDS = ['sip_contact', 'sip_expires', 'sip_user_agent'];
-const CALLER_ID_FIELDS = [
-  'alias',
-  'country',
-  'created_at',
-  'modified_at',
-  'phone_number',
-  'resource_uri',
-  'subaccount',
-  'verification_uuid',
-];
-const MESSAGE_FIELDS = [
-  'message_uuid',
-  'resource_uri',
-  'message_direction',
-  'message_state',
-  'message_type',
-  'message_time',
-  'from_number',
-  'to_number',
-  'replaced_sender',
-  'destination_country_iso2',
-  'destination_network',
-  'mcc',
-  'mnc',
-  'units',
-  'total_rate',
-  'total_amount',
-  'carrier_fees_rate',
-  'carrier_fees',
-  'error_code',
-  'is_domestic',
-  'powerpack_id',
-  'tendlc_campaign_id',
-  'tendlc_registration_status',
-  'dlt_entity_id',
-  'dlt_template_id',
-  'dlt_template_category',
-  'requester_ip',
-  'conversation_id',
-  'conversation_origin',
-  'conversation_expiration_timestamp',
-  'log',
-  'api_id',
-];
-const PACK_FIELDS = [
-  'uuid',
-  'name',
-  'application_id',
-  'application_type',
-  'created_on',
-  'local_connect',
-  'sticky_sender',
-  'number_pool',
-  'number_priority',
-];
-const STREAM_FIELDS = [
-  'stream_id',
-  'call_uuid',
-  'service_auth_id',
-  'resource_uri',
-  'service_url',
-  'audio_track',
-  'bidirectional',
-  'created_at',
-  'start_time',
-  'end_time',
-  'bill_duration',
-  'rounded_bill_duration',
-  'billed_amount',
-];
-const TRUNK_FIELDS = [
-  'call_uuid',
-  'parent_call_uuid',
-  'conference_uuid',
-  'api_id',
-  'resource_uri',
-  'call_direction',
-  'call_state',
-  'from_number',
-  'to_number',
-  'initiation_time',
-  'answer_time',
-  'end_time',
-  'call_duration',
-  'bill_duration',
-  'billed_duration',
-  'total_rate',
-  'total_amount',
-  'hangup_cause_code',
-  'hangup_cause_name',
-  'hangup_source',
-  'stir_verification',
-  'Stir_attestation',
-  'voice_network_group',
-  'source_ip',
-];
+const CALLER_ID_FIELDS = Object.keys(specFields('verified_caller_ids'));
+const MESSAGE_FIELDS = Object.keys(specFields('messages'));
+const PACK_FIELDS = Object.keys(specFields('powerpacks'));
+const STREAM_FIELDS = Object.keys(specFields('call_streams'));
+const TRUNK_FIELDS = Object.keys(specFields('trunk_calls'));
 const sorted = (keys: readonly string[]): string[] => [...keys].sort();
 
 // =================================================================================================
@@ -1585,16 +1488,17 @@ describe('the auth token never appears in an error', () => {
 });
 
 describe('identifiers with URL-special characters', () => {
-  it('a phone number holding "%" is one unknown number (404), not a server error', async () => {
+  // Refused before any request: an identifier that is not of its form never goes into a path.
+  it('a phone number holding "%" is refused as not a phone number', async () => {
     const error = await client
       .listVerifiedCallerIds({ phoneNumber: '100%' })
       .catch((caught: unknown) => caught);
-    expect(isNotFound(error)).toBe(true);
+    expect(error).toBeInstanceOf(InvalidIdentifierError);
   });
-  it('an encoded "+" is the text "%2B", not a plus sign', async () => {
+  it('an encoded "+" is the text "%2B", not a plus sign, and is refused', async () => {
     const error = await client
       .listVerifiedCallerIds({ phoneNumber: '%2B447700900000' })
       .catch((caught: unknown) => caught);
-    expect(isNotFound(error)).toBe(true);
+    expect(error).toBeInstanceOf(InvalidIdentifierError);
   });
 });

@@ -2,7 +2,44 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { compileCopy, CopyPayload, encodeCopyValue } from '../../src/db/copy-payload.js';
 import { qualifiedName, quoteIdent } from '../../src/db/identifiers.js';
+import { parseRecordBody } from '../../src/api/received-json.js';
+import { upsertDataRows, type LoadStrategy } from '../../src/db/data-loader.js';
+import { quarantineRecords } from '../../src/db/repositories/rejected-records-repository.js';
+import { MESSAGES, POWERPACKS } from '../../src/db/table-specs.js';
+import { normalizeMessage } from '../../src/normalize/normalize-message.js';
+import { normalizePowerpack } from '../../src/normalize/normalize-powerpack.js';
+import { payloadDigest } from '../../src/util/payload-digest.js';
 import { bothDatabases, createTestDatabase } from '../support/test-database.js';
+
+const received = (value: object) =>
+  parseRecordBody(new TextEncoder().encode(JSON.stringify(value)));
+
+const PACK = {
+  uuid: '5ec4c8c9-cd74-42b5-9e41-0d7670d6bb46',
+  name: 'My Powerpack',
+  local_connect: false,
+  application_type: 'XML',
+  application_id: 123912833468,
+  number_pool: '/v1/Account/A/NumberPool/p/',
+  created_on: '2024-02-09T03:52:22.880097813Z',
+};
+
+const MESSAGE = {
+  message_uuid: '5b40a428-bfc7-4daf-9d06-726c558bf3b8',
+  resource_uri: '/v1/Account/A/Message/5b40a428-bfc7-4daf-9d06-726c558bf3b8/',
+  message_direction: 'outbound',
+  message_state: 'sent',
+  message_type: 'sms',
+  message_time: '2017-05-22 21:36:14+05:30',
+  from_number: '911231231230',
+  to_number: '911231231231',
+  units: 1,
+  total_rate: '0.00250',
+  total_amount: '0.00250',
+  error_code: null,
+  dlt_entity_id: null,
+  dlt_template_id: '',
+};
 
 describe.each(bothDatabases())('exact values on $description', (target) => {
   it('keeps the microseconds and offset of a timestamp and every digit of an amount', async () => {
@@ -34,6 +71,93 @@ describe.each(bothDatabases())('exact values on $description', (target) => {
           FROM ${sql.table(`${handle.database.schema}.trunk_calls`)}
       `.execute(handle.database.root);
       expect(same.rows[0]?.same).toBe(true);
+    } finally {
+      await handle.close();
+    }
+  });
+
+  it.each<LoadStrategy>(['copy', 'insert'])(
+    'stores the real service\'s shapes exactly: null apart from "", a number as its digits, nanoseconds cut to µs (%s)',
+    async (strategy) => {
+      const handle = await createTestDatabase({ target });
+      try {
+        const { db, schema } = handle.database;
+        const pack = normalizePowerpack(received(PACK), { accountId: 'A' });
+        const message = normalizeMessage(received(MESSAGE), { accountId: 'A' });
+        if (!pack.ok || !message.ok) throw new Error('expected rows');
+        const now = new Date().toISOString();
+        await handle.database.root.transaction().execute(async (trx) => {
+          await upsertDataRows(trx, schema, POWERPACKS, [pack.row], now, strategy);
+          await upsertDataRows(trx, schema, MESSAGES, [message.row], now, strategy);
+        });
+        const storedPack = await db
+          .selectFrom('powerpacks')
+          .select(['application_id', 'created_on', 'number_priority', 'sticky_sender'])
+          .executeTakeFirstOrThrow();
+        expect(storedPack).toEqual({
+          application_id: '123912833468',
+          created_on: '2024-02-09T03:52:22.880097Z',
+          number_priority: null,
+          sticky_sender: null,
+        });
+        const storedMessage = await db
+          .selectFrom('messages')
+          .select(['error_code', 'dlt_entity_id', 'dlt_template_id', 'conversation_id'])
+          .executeTakeFirstOrThrow();
+        expect(storedMessage).toEqual({
+          error_code: null,
+          dlt_entity_id: null,
+          dlt_template_id: '',
+          conversation_id: null,
+        });
+      } finally {
+        await handle.close();
+      }
+    },
+  );
+
+  it('quarantines an oversize record as its digest and size, a normal one byte for byte', async () => {
+    const handle = await createTestDatabase({ target });
+    try {
+      const { db, schema } = handle.database;
+      const run = await db
+        .insertInto('sync_runs')
+        .values({ account_id: 'A', stream: 'messages', command: 'test' })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      const huge = new TextEncoder().encode(`{"x":"${'y'.repeat(2_000_000)}"}`);
+      const small = new TextEncoder().encode('{"x":1}');
+      await db.transaction().execute((trx) =>
+        quarantineRecords(
+          trx,
+          schema,
+          [
+            {
+              accountId: 'A',
+              stream: 'messages',
+              reason: 'too big',
+              recordKey: undefined,
+              bytes: huge,
+            },
+            { accountId: 'A', stream: 'messages', reason: 'bad', recordKey: 'k', bytes: small },
+          ],
+          Number(run.id),
+        ),
+      );
+      const rows = await db
+        .selectFrom('rejected_records')
+        .select(['reason', 'raw_payload', 'raw_bytes', 'payload_sha256'])
+        .orderBy('id')
+        .execute();
+      expect(rows).toHaveLength(2);
+      expect(rows[0]).toEqual({
+        reason: `too big [payload of ${huge.byteLength} bytes not stored; sha256 ${payloadDigest(huge)}]`,
+        raw_payload: null,
+        raw_bytes: null,
+        payload_sha256: payloadDigest(huge),
+      });
+      expect(rows[1]?.raw_payload).toBe('{"x":1}');
+      expect(Buffer.from(rows[1]!.raw_bytes!).equals(Buffer.from(small))).toBe(true);
     } finally {
       await handle.close();
     }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { startMediaServer, waitFor } from '../support/media-server.js';
 import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
+import { createTestCertificateAuthority } from '../support/test-certificate-authority.js';
 
 // `telesync simulate` as users run it: a real process that prints how to connect, serves until
 // SIGTERM, and exits 0; bad flags exit 2 naming the accepted form.
@@ -102,6 +104,63 @@ describe('telesync simulate', () => {
     expect(result.stderr).toMatch(/--account must be ID:TOKEN/);
     expect(result.stderr).toMatch(/--calls must be a whole number/);
     expect(result.stdout).toBe('');
+  });
+
+  it('exits 2 on an unreadable --media-ca and bad --stream-audio-seconds', async () => {
+    const result = await runTelesync([
+      'simulate',
+      '--media-ca',
+      '/nonexistent/test-ca.pem',
+      '--stream-audio-seconds',
+      'lots',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /--media-ca \/nonexistent\/test-ca\.pem cannot be read \(ENOENT\)/,
+    );
+    expect(result.stderr).toMatch(/--stream-audio-seconds must be seconds from 0 to 3600/);
+  });
+
+  it("opens a started stream's WebSocket to a server it trusts through --media-ca, and streams audio", async () => {
+    const ca = createTestCertificateAuthority();
+    const media = await startMediaServer({ cert: ca.serverCertPem, key: ca.serverKeyPem });
+    const started = await startCommand(
+      ['--port', '0', '--calls', '100', '--media-ca', ca.caFile, '--stream-audio-seconds', '0.1'],
+      { TELESYNC_AUTH_ID: 'MAMEDIACOMMAND000001', TELESYNC_AUTH_TOKEN: 'media-command-token' },
+    );
+    try {
+      expect(started.stdout()).toContain(
+        `streams: WebSockets opened to service_url, 0.1 s of audio each, trusting the CA in ${ca.caFile}`,
+      );
+      const base = exportedVariables(started.stdout()).TELESYNC_BASE_URL!;
+      const call = /Live call UUIDs \(streams can start on these\): ([0-9a-f-]{36})/.exec(
+        started.stdout(),
+      )![1]!;
+      const response = await fetch(`${base}/v1/Account/MAMEDIACOMMAND000001/Call/${call}/Stream/`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from('MAMEDIACOMMAND000001:media-command-token').toString('base64')}`,
+        },
+        body: JSON.stringify({ service_url: `${media.url}/command`, extra_headers: 'from=cli' }),
+      });
+      expect(response.status).toBe(201);
+      const session = await media.session('/command', 10_000);
+      await waitFor(() => session.messages.length >= 6, 5000, 'the audio');
+      expect(session.messages.map((message) => message.event)).toEqual([
+        'start',
+        'media',
+        'media',
+        'media',
+        'media',
+        'media',
+      ]);
+      expect(session.messages[0]).toMatchObject({ extra_headers: 'from=cli' });
+    } finally {
+      started.kill('SIGTERM');
+      expect((await started.exited).code).toBe(0);
+      await media.close();
+      ca.remove();
+    }
   });
 
   it('shows an example in --help', async () => {

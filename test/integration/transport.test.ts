@@ -4,7 +4,18 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/api-errors.js';
 import { parseListBody } from '../../src/api/received-json.js';
 import { RequestMeter } from '../../src/api/request-meter.js';
-import { HttpTransport, type RetryEvent, type TransportOptions } from '../../src/api/transport.js';
+import {
+  ForeignNextPageError,
+  InvalidIdentifierError,
+  TelephonyClient,
+} from '../../src/api/telephony-client.js';
+import {
+  HttpTransport,
+  RequestStoppedError,
+  RESPONSE_MAX_BYTES,
+  type RetryEvent,
+  type TransportOptions,
+} from '../../src/api/transport.js';
 
 const TOKEN = 'tok_9f8e7d6c5b4a39281706';
 const AUTH_ID = 'MA_TEST_ACCOUNT';
@@ -289,5 +300,230 @@ describe('HttpTransport', () => {
       busiest = Math.max(busiest, j - i);
     }
     expect(busiest).toBeLessThanOrEqual(20);
+  });
+});
+
+describe('hostile answers', () => {
+  it('caps a Retry-After of an hour, says so once in the retry event, and never busy-loops', async () => {
+    const { url, arrivals } = await scriptedServer([
+      status(429, { error: 'slow down' }, { 'retry-after': '3600' }),
+      status(429, { error: 'slow down' }, { 'retry-after': '99999999' }),
+      ok,
+    ]);
+    const events: RetryEvent[] = [];
+    const meter = new RequestMeter();
+    const started = performance.now();
+    await get(
+      transportFor(url, { retryAfterMaxSeconds: 0.2, onRetry: (event) => events.push(event) }),
+      meter,
+    );
+    expect(performance.now() - started).toBeLessThan(3_000);
+    expect(arrivals).toHaveLength(3);
+    expect(meter.waitMs).toBe(400);
+    expect(events.map((event) => event.note)).toEqual([
+      'the service asked to wait 3600 s (Retry-After); telesync waits at most 0.2 s before retrying',
+      undefined,
+    ]);
+    expect(events.map((event) => event.error.retryAfterSeconds)).toEqual([3600, 99999999]);
+  });
+
+  it('pauses the account on a 429 without Retry-After, and the retry still waits its backoff', async () => {
+    const { url, arrivals } = await scriptedServer([status(429, { error: 'slow down' }), ok]);
+    const transport = transportFor(url, { backoff: { baseDelayMs: 600, maxDelayMs: 600 } });
+    const first = get(transport);
+    while (arrivals.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    // Started after the 429 came back: it must wait out the shortest backoff (300 ms) too.
+    const second = get(transport);
+    await Promise.all([first, second]);
+    expect(arrivals).toHaveLength(3);
+    for (const later of arrivals.slice(1)) {
+      expect(later.atMs - arrivals[0]!.atMs).toBeGreaterThanOrEqual(290);
+    }
+  });
+
+  it('stops reading a body past the size cap and fails the request, not retried', async () => {
+    const big = `{"api_id":"x","meta":{},"objects":[${'"x",'.repeat(300_000)}"x"]}`;
+    const { url, arrivals } = await scriptedServer([
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        // Chunked, no Content-Length: the cap is found while reading.
+        res.write(big.slice(0, 600_000));
+        res.end(big.slice(600_000));
+      },
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(big);
+      },
+    ]);
+    const transport = transportFor(url, { maxBodyBytes: 100_000 });
+    for (const expected of [1, 2]) {
+      const error = (await get(transport).catch((caught: unknown) => caught)) as ApiError;
+      expect(error).toBeInstanceOf(ApiError);
+      expect(error.kind).toBe('too_large');
+      expect(error.retryable).toBe(false);
+      expect(error.message).toContain('the answer is larger than 100000 bytes');
+      expect(arrivals).toHaveLength(expected);
+    }
+    expect(RESPONSE_MAX_BYTES).toBe(32 * 1024 * 1024);
+  });
+
+  it('reports a redirect as a redirect naming the host, and does not follow it', async () => {
+    const { url, arrivals } = await scriptedServer([
+      status(302, {}, { location: 'https://elsewhere.example.com/steal?token=abc' }),
+    ]);
+    const error = (await get(transportFor(url)).catch((caught: unknown) => caught)) as ApiError;
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error.kind).toBe('http');
+    expect(error.status).toBe(302);
+    expect(error.retryable).toBe(false);
+    expect(error.message).toContain('302 redirected');
+    expect(error.message).toContain('a redirect to elsewhere.example.com, not followed');
+    expect(error.message).not.toContain('steal');
+    expect(arrivals).toHaveLength(1);
+  });
+
+  it('keeps a request timeout past the timer limit a long timeout, not an instant one', async () => {
+    const { url } = await scriptedServer([ok]);
+    const list = await get(transportFor(url, { timeoutMs: 99_999_999_999 }));
+    expect(list.apiId).toBe('list-1');
+  });
+});
+
+describe('a stop request', () => {
+  it('ends a Retry-After wait at once, and the request in flight is still answered', async () => {
+    const { url, arrivals } = await scriptedServer([
+      status(429, { error: 'slow down' }, { 'retry-after': '100' }),
+    ]);
+    const transport = transportFor(url, { retryAfterMaxSeconds: 100 });
+    const stop = new AbortController();
+    const started = performance.now();
+    const waiting = transport.request({ method: 'GET', path: listPath }, parseListBody, {
+      stopSignal: stop.signal,
+    });
+    // A second request queued behind the pause gives up too.
+    while (arrivals.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const queued = transport.request({ method: 'GET', path: listPath }, parseListBody, {
+      stopSignal: stop.signal,
+    });
+    setTimeout(() => stop.abort(new Error('received SIGTERM')), 100);
+    await expect(waiting).rejects.toBeInstanceOf(RequestStoppedError);
+    await expect(queued).rejects.toBeInstanceOf(RequestStoppedError);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(arrivals).toHaveLength(1);
+  });
+
+  it('ends a backoff pause between retries at once', async () => {
+    const { url, arrivals } = await scriptedServer([status(503, { error: 'down' })]);
+    const transport = transportFor(url, { backoff: { baseDelayMs: 60_000, maxDelayMs: 60_000 } });
+    const stop = new AbortController();
+    const started = performance.now();
+    const request = transport.request({ method: 'GET', path: listPath }, parseListBody, {
+      stopSignal: stop.signal,
+    });
+    setTimeout(() => stop.abort(new Error('received SIGTERM')), 150);
+    await expect(request).rejects.toThrow(/stopped on request while waiting to be sent/);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(arrivals).toHaveLength(1);
+  });
+
+  it('never cancels an exchange in flight: its answer is returned', async () => {
+    const slowOk: Reply = (req, res) => setTimeout(() => ok(req, res), 300);
+    const { url } = await scriptedServer([slowOk]);
+    const stop = new AbortController();
+    const request = transportFor(url).request({ method: 'GET', path: listPath }, parseListBody, {
+      stopSignal: stop.signal,
+    });
+    setTimeout(() => stop.abort(), 100);
+    expect((await request).meta.total_count).toBe(0);
+  });
+});
+
+describe('the client against hostile answers', () => {
+  const page = (next: string | null, id: string) =>
+    status(200, {
+      api_id: id,
+      meta: { limit: 1, offset: 0, next, previous: null, total_count: 2 },
+      objects: [{ endpoint_id: id }],
+    });
+
+  it.each([
+    ['another account', '/v1/Account/MA_OTHER_ACCOUNT/Endpoint/?limit=20&offset=20'],
+    ['another resource', `/v1/Account/${AUTH_ID}/Message/?limit=20&offset=20`],
+    ['another host', `https://elsewhere.example.com${listPath}?offset=20`],
+    ['a protocol-relative host', `//elsewhere.example.com${listPath}?offset=20`],
+    ['a dot-segment escape', `${listPath}../../MA_OTHER_ACCOUNT/Endpoint/?offset=20`],
+    ['an encoded dot-segment escape', `${listPath}%2e%2e/%2e%2e/MA_OTHER_ACCOUNT/Endpoint/`],
+  ])('never follows a meta.next to %s', async (_name, next) => {
+    const { url, arrivals } = await scriptedServer([page(next, '1'), page(null, '2')]);
+    const client = new TelephonyClient(transportFor(url), AUTH_ID);
+    const pages: string[] = [];
+    const error = await (async () => {
+      for await (const one of client.iterateEndpoints()) pages.push(one.apiId ?? '');
+    })().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ForeignNextPageError);
+    expect(pages).toEqual(['1']);
+    expect(arrivals).toHaveLength(1);
+  });
+
+  it("follows a meta.next within the account's own list", async () => {
+    const { url, arrivals } = await scriptedServer([
+      page(`${listPath}?limit=1&offset=1`, '1'),
+      page('', '2'),
+    ]);
+    const client = new TelephonyClient(transportFor(url), AUTH_ID);
+    const pages: string[] = [];
+    for await (const one of client.iterateEndpoints()) pages.push(one.apiId ?? '');
+    expect(pages).toEqual(['1', '2']);
+    expect(arrivals.map((arrival) => arrival.url)).toEqual([
+      listPath,
+      `${listPath}?limit=1&offset=1`,
+    ]);
+  });
+
+  it.each(['.', '..', '../Call', 'a/b', '%2e%2e', '', 'not-a-uuid'])(
+    'refuses the ref %j before any request (message, pack, call streams)',
+    async (ref) => {
+      const { url, arrivals } = await scriptedServer([ok]);
+      const client = new TelephonyClient(transportFor(url), AUTH_ID);
+      for (const attempt of [
+        () => client.getMessage(ref),
+        () => client.getPowerpack(ref),
+        () => client.listCallStreams(ref),
+        () => client.startStream(ref, { service_url: 'wss://media.example.com/a' }),
+      ]) {
+        const error = await attempt().catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(InvalidIdentifierError);
+      }
+      const streams = await (async () => {
+        for await (const _ of client.iterateCallStreams(ref)) void _;
+      })().catch((caught: unknown) => caught);
+      expect(streams).toBeInstanceOf(InvalidIdentifierError);
+      expect(arrivals).toHaveLength(0);
+    },
+  );
+
+  it('reads GET VerifiedCallerId/{phone_number} answered with the caller ID itself', async () => {
+    const single = {
+      alias: 'test',
+      api_id: 'ee7c3cb1-c921-42c9-832b-950fb8344b9b',
+      country: 'IN',
+      created_at: '2023-09-22T14:11:03.091534Z',
+      modified_at: '2023-09-22T14:11:03.091534Z',
+      phone_number: '+919768368718',
+      subaccount: '',
+      verification_uuid: '0f978b20-9e2b-4cfe-99fe-f7087c03b8e1',
+    };
+    const { url, arrivals } = await scriptedServer([status(200, single)]);
+    const client = new TelephonyClient(transportFor(url), AUTH_ID);
+    const list = await client.listVerifiedCallerIds({ phoneNumber: '+919768368718' });
+    expect(arrivals[0]!.url).toBe(`/v1/Account/${AUTH_ID}/VerifiedCallerId/%2B919768368718`);
+    expect(list.meta.total_count).toBe(1);
+    expect(list.records.map((record) => record.value)).toEqual([single]);
+    const error = await client
+      .listVerifiedCallerIds({ phoneNumber: '../Message' })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(InvalidIdentifierError);
+    expect(arrivals).toHaveLength(1);
   });
 });

@@ -51,12 +51,15 @@ export function oracleCalls(
           limit: '20',
           offset: String(offset),
         });
-        const outcome = sim.simulator.handle({
-          method: 'GET',
-          url: `/v1/Account/${account.authId}/Trunk/Call/?${query.toString()}`,
-          authorization,
-          body: '',
-        });
+        // Outside the account's budget: the oracle must not use what the client under test has.
+        const outcome = sim.simulator.state.outsideBudget(() =>
+          sim.simulator.handle({
+            method: 'GET',
+            url: `/v1/Account/${account.authId}/Trunk/Call/?${query.toString()}`,
+            authorization,
+            body: '',
+          }),
+        );
         if (outcome.kind !== 'answer' || outcome.answer.status !== 200) {
           throw new Error(`oracle request failed: ${JSON.stringify(outcome)}`);
         }
@@ -79,6 +82,14 @@ export function oracleCalls(
   } finally {
     sim.setFaults(saved);
   }
+}
+
+/**
+ * The call_uuids of `calls`, sorted: the oracle's side of a comparison with stored rows read in
+ * call_uuid order (findStoredCalls).
+ */
+export function sortedCallUuids(calls: readonly { call_uuid: string }[]): string[] {
+  return calls.map((call) => call.call_uuid).sort();
 }
 
 /** The exact sum of decimal texts, as decimal text (no floating point anywhere). */

@@ -1,6 +1,11 @@
 /**
  * The fields of the spec's section 2, transcribed from the spec on their own (not derived from the
- * migration), with the Postgres type each must be stored as. Tests compare the schema with this.
+ * migration), with the Postgres type each must be stored as. Tests compare the schema, the
+ * normalisers and the simulator's records with this.
+ *
+ * This list is the spec's, not the code's: it is deliberately NOT taken from src/db/table-specs.ts
+ * (where tests and benchmarks that need the table's columns get them), so that it stays an
+ * independent oracle. A column added to or dropped from the code without the spec shows up here.
  *
  * Types: amounts numeric, times timestamptz, flags boolean, counts and durations integer,
  * identifiers and numbers text.
@@ -167,4 +172,11 @@ export const SPEC_RESOURCES: readonly SpecResource[] = [
 /** The column a wire field is stored in: snake_case as on the wire, lower-cased. */
 export function columnOf(wireField: string): string {
   return wireField.toLowerCase();
+}
+
+/** The spec's fields of `table` (wire names) with their Postgres types. */
+export function specFields(table: string): Readonly<Record<string, SpecPgType>> {
+  const resource = SPEC_RESOURCES.find((candidate) => candidate.table === table);
+  if (resource === undefined) throw new Error(`no spec resource for ${table}`);
+  return resource.fields;
 }

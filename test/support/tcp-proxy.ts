@@ -5,6 +5,11 @@ export interface TcpProxy {
   readonly port: number;
   /** Stops accepting and cuts every connection in flight. */
   stop(): Promise<void>;
+  /**
+   * Cuts every connection in flight and goes on accepting new ones: a network blip, or a database
+   * restart, as the clients see it. Returns how many connections were cut.
+   */
+  cut(): number;
 }
 
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
@@ -30,6 +35,12 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   return {
     port,
+    cut() {
+      const cut = [...sockets];
+      for (const socket of cut) socket.destroy();
+      // Two sockets (client and upstream) per connection.
+      return cut.length / 2;
+    },
     stop: () =>
       new Promise((resolve) => {
         server.close(() => resolve());

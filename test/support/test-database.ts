@@ -88,6 +88,10 @@ export function createCliDatabase(target: TestDatabaseTarget = harnessTarget()):
         const database = await open();
         try {
           await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(database.root);
+          // The job queue's schema, which `telesync migrate` creates beside it.
+          await sql`DROP SCHEMA IF EXISTS ${sql.id(`${schema}_jobs`)} CASCADE`.execute(
+            database.root,
+          );
         } finally {
           await database.close();
         }

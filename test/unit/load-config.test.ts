@@ -14,10 +14,14 @@ describe('loadConfig', () => {
     expect(config.api).toEqual({
       baseUrl: CONFIG_DEFAULTS.baseUrl,
       maxRps: 50,
+      rateWindowSeconds: 1,
       concurrency: 8,
       timeoutMs: 30_000,
       maxRetries: 8,
+      retryAfterMaxSeconds: 120,
+      maxBodyBytes: 32 * 1024 * 1024,
     });
+    expect(config.sync.maxPagesPerWindow).toBe(50_000);
     expect(Object.isFrozen(config.api)).toBe(true);
   });
 
@@ -30,6 +34,7 @@ describe('loadConfig', () => {
       TELESYNC_AUTH_ID: 'MAXXXXXXXXXXXXXXXXXX',
       TELESYNC_AUTH_TOKEN: 'secret-token',
       TELESYNC_MAX_RPS: '12.5',
+      TELESYNC_RATE_WINDOW_SECONDS: '5',
       TELESYNC_CONCURRENCY: '3',
       TELESYNC_HTTP_TIMEOUT_MS: '1000',
       TELESYNC_MAX_RETRIES: '0',
@@ -46,9 +51,12 @@ describe('loadConfig', () => {
     expect(config.api).toEqual({
       baseUrl: 'http://127.0.0.1:8080',
       maxRps: 12.5,
+      rateWindowSeconds: 5,
       concurrency: 3,
       timeoutMs: 1000,
       maxRetries: 0,
+      retryAfterMaxSeconds: 120,
+      maxBodyBytes: 32 * 1024 * 1024,
     });
     expect(config.logLevel).toBe('debug');
   });
@@ -171,6 +179,93 @@ describe('the config file (TELESYNC_CONFIG)', () => {
   });
 });
 
+describe('hostile configuration', () => {
+  const problemsOf = (env: Record<string, string>, text?: string): string => {
+    try {
+      loadConfig(env, text === undefined ? undefined : { path: '/x.json', text });
+    } catch (error) {
+      if (error instanceof ConfigError) return error.message;
+      throw error;
+    }
+    return '';
+  };
+
+  it.each(['information_schema', 'pg_catalog', 'pg_toast', 'pg_temp_1', 'pg_anything'])(
+    'refuses the system schema %s',
+    (schema) => {
+      expect(problemsOf({ TELESYNC_SCHEMA: schema })).toContain(
+        `TELESYNC_SCHEMA: "${schema}" is a PostgreSQL system schema`,
+      );
+    },
+  );
+
+  it('still takes an ordinary schema that merely contains pg', () => {
+    expect(loadConfig({ TELESYNC_SCHEMA: 'my_pg_data' }).database.schema).toBe('my_pg_data');
+  });
+
+  it.each(['1e308', '0x10', '0b11', '0o7', 'Infinity', '1e3', '5.', '.5', '1_000'])(
+    'refuses the number form %s',
+    (raw) => {
+      expect(problemsOf({ TELESYNC_MAX_RPS: raw })).toContain(`TELESYNC_MAX_RPS: "${raw}" is not`);
+      expect(problemsOf({ TELESYNC_BATCH_SIZE: raw })).toContain(`TELESYNC_BATCH_SIZE: "${raw}"`);
+    },
+  );
+
+  it('takes plain decimals, from the environment and from a file', () => {
+    expect(loadConfig({ TELESYNC_MAX_RPS: '12.5' }).api.maxRps).toBe(12.5);
+    expect(loadConfig({}, { path: '/x.json', text: '{"api":{"max_rps":7.25}}' }).api.maxRps).toBe(
+      7.25,
+    );
+    expect(problemsOf({}, '{"api":{"max_rps":1e308}}')).toContain(
+      'TELESYNC_MAX_RPS (from /x.json: api.max_rps): "1e+308" is not',
+    );
+  });
+
+  it('refuses a timeout a timer cannot hold', () => {
+    expect(problemsOf({ TELESYNC_HTTP_TIMEOUT_MS: '2147483648' })).toContain(
+      'TELESYNC_HTTP_TIMEOUT_MS: "2147483648" is not a whole number from 1 to 2147483647',
+    );
+    expect(loadConfig({ TELESYNC_HTTP_TIMEOUT_MS: '2147483647' }).api.timeoutMs).toBe(2147483647);
+  });
+
+  it('reads the new caps', () => {
+    const config = loadConfig({
+      TELESYNC_RETRY_AFTER_MAX_SECONDS: '5',
+      TELESYNC_MAX_BODY_BYTES: '65536',
+      TELESYNC_MAX_PAGES_PER_WINDOW: '10',
+    });
+    expect(config.api.retryAfterMaxSeconds).toBe(5);
+    expect(config.api.maxBodyBytes).toBe(65536);
+    expect(config.sync.maxPagesPerWindow).toBe(10);
+    expect(problemsOf({ TELESYNC_MAX_PAGES_PER_WINDOW: '0' })).toContain(
+      'TELESYNC_MAX_PAGES_PER_WINDOW',
+    );
+  });
+
+  it('refuses a file nested 100,000 levels deep with a clear error, not a stack overflow', () => {
+    const text = `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`;
+    expect(problemsOf({}, text)).toContain('/x.json is nested deeper than 32 levels');
+    const arrays = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    expect(problemsOf({}, arrays)).toContain('nested deeper than 32 levels');
+  });
+
+  it('does not count brackets inside strings as nesting', () => {
+    const text = JSON.stringify({ database: { schema: 'x' }, log_level: `info${'{['.repeat(50)}` });
+    expect(problemsOf({}, text)).toContain('TELESYNC_LOG_LEVEL');
+    expect(problemsOf({}, text)).not.toContain('nested deeper');
+  });
+
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'])(
+    'refuses the key %s as unknown, listing the known keys',
+    (key) => {
+      const top = problemsOf({}, `{"${key}": 1}`);
+      expect(top).toContain(`/x.json: ${key}: unknown setting; known: accounts, database.url`);
+      const inner = problemsOf({}, `{"api": {"${key}": "x"}}`);
+      expect(inner).toContain(`/x.json: api.${key}: unknown setting`);
+    },
+  );
+});
+
 describe('schedule settings', () => {
   it('default to the documented crons in UTC', () => {
     expect(loadConfig({}).schedule).toEqual({
@@ -195,6 +290,29 @@ describe('schedule settings', () => {
     );
     expect(() => loadConfig({ TELESYNC_SCHEDULE_MESSAGES: '61 * * * *' })).toThrow(
       /TELESYNC_SCHEDULE_MESSAGES: "61 \* \* \* \*" is not a cron/,
+    );
+  });
+});
+
+describe('the horizon alarm setting', () => {
+  it('defaults to 7 days, takes 0 (off) to 89, from the environment or the config file', () => {
+    expect(loadConfig({}).horizonAlarm).toEqual({ alarmDays: 7 });
+    expect(loadConfig({ TELESYNC_HORIZON_ALARM_DAYS: '0' }).horizonAlarm.alarmDays).toBe(0);
+    const fromFile = loadConfig(
+      {},
+      {
+        path: '/etc/telesync.json',
+        text: JSON.stringify({ schedule: { horizon_alarm_days: 14 } }),
+      },
+    );
+    expect(fromFile.horizonAlarm.alarmDays).toBe(14);
+  });
+  it('refuses a value past the horizon or not a whole number', () => {
+    expect(() => loadConfig({ TELESYNC_HORIZON_ALARM_DAYS: '90' })).toThrow(
+      /TELESYNC_HORIZON_ALARM_DAYS.*a whole number from 0 to 89/,
+    );
+    expect(() => loadConfig({ TELESYNC_HORIZON_ALARM_DAYS: 'a week' })).toThrow(
+      /TELESYNC_HORIZON_ALARM_DAYS/,
     );
   });
 });

@@ -8,7 +8,7 @@ import type {
   NormalizeResult,
   Rejection,
 } from '../../src/normalize/normalize-result.js';
-import { normalizeSenderPack } from '../../src/normalize/normalize-sender-pack.js';
+import { normalizePowerpack } from '../../src/normalize/normalize-powerpack.js';
 import { normalizeSipEndpoint } from '../../src/normalize/normalize-sip-endpoint.js';
 import { normalizeTrunkCall } from '../../src/normalize/normalize-trunk-call.js';
 import { normalizeVerifiedCallerId } from '../../src/normalize/normalize-verified-caller-id.js';
@@ -21,7 +21,7 @@ import type {
   TrunkCallsTable,
   VerifiedCallerIdsTable,
 } from '../../src/db/schema.js';
-import { SPEC_RESOURCES, columnOf, type SpecPgType } from '../support/spec-fields.js';
+import { columnOf, specFields, type SpecPgType } from '../support/spec-fields.js';
 
 const ACCOUNT = 'MAXXXXXXXXXXXXXXXXXX';
 const context: NormalizeContext = { accountId: ACCOUNT };
@@ -242,7 +242,7 @@ const MESSAGE_ROW = {
 
 const PACK_UUID = '9c5e3f3a-1f2b-4c8d-9e7f-6a5b4c3d2e1f';
 
-const SENDER_PACK = {
+const POWERPACK = {
   uuid: PACK_UUID,
   name: 'Alerts pool',
   application_id: '',
@@ -266,7 +266,7 @@ const SENDER_PACK = {
   api_id: '3c2b1a09-9f3a-11ec-8b1f-0242ac110002',
 };
 
-const SENDER_PACK_ROW = {
+const POWERPACK_ROW = {
   uuid: PACK_UUID,
   name: 'Alerts pool',
   application_id: '',
@@ -275,7 +275,7 @@ const SENDER_PACK_ROW = {
   local_connect: false,
   sticky_sender: true,
   number_pool: `/v1/Account/${ACCOUNT}/NumberPool/659c7f88-c819-46e2-8af4-2d8a84249099/`,
-  number_priority: SENDER_PACK.number_priority,
+  number_priority: POWERPACK.number_priority,
   api_id: '3c2b1a09-9f3a-11ec-8b1f-0242ac110002',
 };
 
@@ -334,7 +334,58 @@ interface ResourceCase {
   extraColumns: readonly string[];
   /** A plain text field. */
   textField: string;
+  /** Text fields the service may also send as a whole JSON number, stored as its digits (A43). */
+  wholeNumberText?: readonly string[];
 }
+
+const TRUNK_CALL_OPTIONAL = [
+  'parent_call_uuid',
+  'conference_uuid',
+  'api_id',
+  'resource_uri',
+  'call_state',
+  'answer_time',
+  'billed_duration',
+  'Stir_attestation',
+  'voice_network_group',
+  'source_ip',
+];
+
+const MESSAGE_OPTIONAL = [
+  'replaced_sender',
+  'destination_country_iso2',
+  'destination_network',
+  'mcc',
+  'mnc',
+  'carrier_fees_rate',
+  'carrier_fees',
+  'is_domestic',
+  'powerpack_id',
+  'tendlc_campaign_id',
+  'tendlc_registration_status',
+  'dlt_entity_id',
+  'dlt_template_id',
+  'dlt_template_category',
+  'requester_ip',
+  'conversation_id',
+  'conversation_origin',
+  'conversation_expiration_timestamp',
+  'log',
+  'api_id',
+];
+
+const CALL_STREAM_OPTIONAL = [
+  'service_auth_id',
+  'resource_uri',
+  'audio_track',
+  'bidirectional',
+  'created_at',
+  'start_time',
+  'end_time',
+  'bill_duration',
+  'rounded_bill_duration',
+  'billed_amount',
+];
 
 const RESOURCES: readonly ResourceCase[] = [
   {
@@ -346,8 +397,9 @@ const RESOURCES: readonly ResourceCase[] = [
     sample: TRUNK_CALL,
     row: TRUNK_CALL_ROW,
     keyField: 'call_uuid',
-    optional: ['answer_time'],
-    nullable: ['parent_call_uuid', 'conference_uuid', 'answer_time'],
+    // Fields the real service's CDRs are documented without (A39).
+    optional: TRUNK_CALL_OPTIONAL,
+    nullable: TRUNK_CALL_OPTIONAL,
     identifiers: [],
     extraColumns: [],
     textField: 'hangup_cause_name',
@@ -376,8 +428,9 @@ const RESOURCES: readonly ResourceCase[] = [
     sample: CALLER_ID,
     row: CALLER_ID_ROW,
     keyField: 'phone_number',
-    optional: [],
-    nullable: [],
+    // Left out of the single-number answer and the documented samples (A41).
+    optional: ['modified_at', 'resource_uri', 'subaccount'],
+    nullable: ['modified_at', 'resource_uri', 'subaccount'],
     identifiers: [],
     extraColumns: [],
     textField: 'alias',
@@ -391,8 +444,9 @@ const RESOURCES: readonly ResourceCase[] = [
     sample: MESSAGE,
     row: MESSAGE_ROW,
     keyField: 'message_uuid',
-    optional: [],
-    nullable: [],
+    // Absent or null on real messages (A40); error_code is always given, but may be null.
+    optional: MESSAGE_OPTIONAL,
+    nullable: [...MESSAGE_OPTIONAL, 'error_code'],
     identifiers: [],
     extraColumns: [],
     textField: 'destination_network',
@@ -402,12 +456,14 @@ const RESOURCES: readonly ResourceCase[] = [
     table: 'powerpacks',
     stream: 'powerpacks',
     label: 'sender pack (spec 2.4)',
-    normalize: normalizeSenderPack,
-    sample: SENDER_PACK,
-    row: SENDER_PACK_ROW,
+    normalize: normalizePowerpack,
+    sample: POWERPACK,
+    row: POWERPACK_ROW,
     keyField: 'uuid',
-    optional: ['api_id'],
-    nullable: ['api_id'],
+    // application_id may also be null; sticky_sender and number_priority may be left out (A44).
+    wholeNumberText: ['application_id'],
+    optional: ['api_id', 'application_id', 'application_type', 'sticky_sender', 'number_priority'],
+    nullable: ['api_id', 'application_id', 'application_type', 'sticky_sender', 'number_priority'],
     identifiers: [],
     extraColumns: ['api_id'],
     textField: 'name',
@@ -421,8 +477,9 @@ const RESOURCES: readonly ResourceCase[] = [
     sample: CALL_STREAM,
     row: CALL_STREAM_ROW,
     keyField: 'stream_id',
-    optional: [],
-    nullable: ['end_time'],
+    // The shorter stream-record shape of the real service (A42) leaves these out or null.
+    optional: CALL_STREAM_OPTIONAL,
+    nullable: CALL_STREAM_OPTIONAL,
     identifiers: ['call_uuid'],
     extraColumns: [],
     textField: 'service_url',
@@ -438,12 +495,6 @@ const WRONG_VALUES: Readonly<Record<SpecPgType, readonly unknown[]>> = {
   boolean: ['yes', 1, 0, '', {}],
   jsonb: [{}, 'x', 1, [1]],
 };
-
-function specFields(table: string): Readonly<Record<string, SpecPgType>> {
-  const resource = SPEC_RESOURCES.find((candidate) => candidate.table === table);
-  if (resource === undefined) throw new Error(`no spec resource for ${table}`);
-  return resource.fields;
-}
 
 describe.each(RESOURCES)('the $name normaliser', (resource) => {
   const { normalize, sample, keyField, stream, label, optional, nullable, identifiers, textField } =
@@ -512,7 +563,9 @@ describe.each(RESOURCES)('the $name normaliser', (resource) => {
   });
 
   const wrongTyped = Object.entries(fields).flatMap(([field, type]) =>
-    WRONG_VALUES[type].map((value) => ({ field, value, type })),
+    WRONG_VALUES[type]
+      .filter((value) => !(resource.wholeNumberText?.includes(field) && Number.isInteger(value)))
+      .map((value) => ({ field, value, type })),
   );
   it.each(wrongTyped)('rejects $field ($type) given $value', ({ field, value }) => {
     const rejection = rejectionOf(
@@ -686,7 +739,7 @@ describe('the rows', () => {
     const endpoint = normalizeSipEndpoint(receivedObject(SIP_ENDPOINT), context);
     const callerId = normalizeVerifiedCallerId(receivedObject(CALLER_ID), context);
     const message = normalizeMessage(receivedObject(MESSAGE), context);
-    const pack = normalizeSenderPack(receivedObject(SENDER_PACK), context);
+    const pack = normalizePowerpack(receivedObject(POWERPACK), context);
     const callStream = normalizeCallStream(receivedObject(CALL_STREAM), context);
     if (trunk.ok && endpoint.ok && callerId.ok && message.ok && pack.ok && callStream.ok) {
       rows.push([trunk.row, endpoint.row, callerId.row, message.row, pack.row, callStream.row]);
@@ -760,17 +813,77 @@ describe('normalizeTrunkCall', () => {
     });
   });
 
-  it('rejects an end_time without its UTC offset', () => {
-    const rejection = rejectionOf(
-      normalizeTrunkCall(
-        receivedObject({ ...TRUNK_CALL, end_time: '2022-03-29 11:10:29' }),
-        context,
-      ),
+  it('reads call times without an offset as UTC, as the real service sends them (A38)', () => {
+    const result = normalizeTrunkCall(
+      receivedObject({
+        ...TRUNK_CALL,
+        initiation_time: '2024-01-15 14:28:48',
+        answer_time: '2024-01-15 14:29:00',
+        end_time: '2024-01-15 14:32:00',
+      }),
+      context,
     );
-    expect(rejection.reason).toBe(
-      'end_time must be a timestamp of the form "YYYY-MM-DD HH:MM:SS[.ffffff]+HH:MM" or "YYYY-MM-DDTHH:MM:SS[.ffffff]Z"; got the text "2022-03-29 11:10:29" (the UTC offset is missing)',
-    );
+    const row = rowOf(result);
+    expect([row.initiation_time, row.answer_time, row.end_time]).toStrictEqual([
+      '2024-01-15T14:28:48Z',
+      '2024-01-15T14:29:00Z',
+      '2024-01-15T14:32:00Z',
+    ]);
+    expect(result.ok && result.endTimeMicros).toBe(Date.UTC(2024, 0, 15, 14, 32) * 1000);
   });
+
+  it("stores a CDR in the real service's documented shape: fields it leaves out are null", () => {
+    // docs.plivo.com, "Get call detail record (CDR) of a call": no api_id, resource_uri,
+    // call_state, parent or conference identifiers, Stir_attestation, voice_network_group or
+    // source_ip; lower-case filter-form hangup_source; fields telesync has no column for.
+    const documented = {
+      call_uuid: '90b6eb07-796c-4d86-a4fd-44ed11667ddb',
+      from_number: '+912235328936',
+      to_number: '+919943720205',
+      call_direction: 'outbound',
+      call_duration: 4,
+      bill_duration: 4,
+      end_time: '2022-12-06 07:02:00',
+      hangup_cause_name: 'normal_hangup',
+      hangup_source: 'carrier',
+      total_rate: '0.03000',
+      total_amount: '0.00200',
+      initiation_time: '2022-12-06 07:01:48',
+      answer_time: '2022-12-06 07:01:56',
+      trunk_domain: '93667062664669661.ap-south-1.zt.plivo.com',
+      srtp: false,
+      hangup_cause_code: 3000,
+      stir_verification: 'not applicable',
+      attestation_indicator: 'null',
+    };
+    const row = rowOf(normalizeTrunkCall(receivedObject(documented), context));
+    expect(row).toMatchObject({
+      call_uuid: documented.call_uuid,
+      end_time: '2022-12-06T07:02:00Z',
+      answer_time: '2022-12-06T07:01:56Z',
+      hangup_source: 'carrier',
+      stir_verification: 'not applicable',
+      total_amount: '0.00200',
+      api_id: null,
+      resource_uri: null,
+      call_state: null,
+      billed_duration: null,
+      stir_attestation: null,
+      voice_network_group: null,
+      source_ip: null,
+      raw: documented,
+    });
+  });
+
+  it.each(['Caller', 'Callee', 'Error', 'customer', 'carrier', 'trunk'])(
+    'stores hangup_source %s as received: records use both forms (A29)',
+    (source) => {
+      const row = rowOf(
+        normalizeTrunkCall(receivedObject({ ...TRUNK_CALL, hangup_source: source }), context),
+      );
+      expect(row.hangup_source).toBe(source);
+    },
+  );
 
   it('stores enumerations as received, new values included (A11)', () => {
     const row = rowOf(
@@ -985,10 +1098,10 @@ describe('normalizeMessage', () => {
   });
 });
 
-describe('normalizeSenderPack', () => {
+describe('normalizePowerpack', () => {
   it('stores number_priority as the array received, for the jsonb column', () => {
-    const record = receivedObject(SENDER_PACK);
-    const row = rowOf(normalizeSenderPack(record, context));
+    const record = receivedObject(POWERPACK);
+    const row = rowOf(normalizePowerpack(record, context));
     expect(row.number_priority).toBe(
       (record.value as { number_priority: unknown }).number_priority,
     );
@@ -1006,31 +1119,31 @@ describe('normalizeSenderPack', () => {
     ];
     expect(
       rowOf(
-        normalizeSenderPack(receivedObject({ ...SENDER_PACK, number_priority: priority }), context),
+        normalizePowerpack(receivedObject({ ...POWERPACK, number_priority: priority }), context),
       ).number_priority,
     ).toStrictEqual(priority);
     expect(
-      rowOf(normalizeSenderPack(receivedObject({ ...SENDER_PACK, number_priority: [] }), context))
+      rowOf(normalizePowerpack(receivedObject({ ...POWERPACK, number_priority: [] }), context))
         .number_priority,
     ).toStrictEqual([]);
   });
 
   it('stores a pack without api_id with api_id null', () => {
-    const row = rowOf(normalizeSenderPack(receivedObject(without(SENDER_PACK, 'api_id')), context));
+    const row = rowOf(normalizePowerpack(receivedObject(without(POWERPACK, 'api_id')), context));
     expect(row.api_id).toBeNull();
   });
 
   it('reads local_connect and sticky_sender given as text', () => {
     const row = rowOf(
-      normalizeSenderPack(
-        receivedObject({ ...SENDER_PACK, local_connect: 'true', sticky_sender: 'false' }),
+      normalizePowerpack(
+        receivedObject({ ...POWERPACK, local_connect: 'true', sticky_sender: 'false' }),
         context,
       ),
     );
     expect([row.local_connect, row.sticky_sender]).toStrictEqual([true, false]);
   });
 
-  const entry = SENDER_PACK.number_priority[0]!;
+  const entry = POWERPACK.number_priority[0]!;
   it.each([
     [
       [entry, 'US'],
@@ -1055,8 +1168,8 @@ describe('normalizeSenderPack', () => {
     ],
   ])('rejects number_priority %j', (numberPriority, reason) => {
     const rejection = rejectionOf(
-      normalizeSenderPack(
-        receivedObject({ ...SENDER_PACK, number_priority: numberPriority }),
+      normalizePowerpack(
+        receivedObject({ ...POWERPACK, number_priority: numberPriority }),
         context,
       ),
     );
@@ -1070,9 +1183,9 @@ describe('normalizeSenderPack', () => {
 
   it('rejects U+0000 inside number_priority', () => {
     const rejection = rejectionOf(
-      normalizeSenderPack(
+      normalizePowerpack(
         receivedObject({
-          ...SENDER_PACK,
+          ...POWERPACK,
           number_priority: [{ ...entry, country_iso: 'U\u0000S' }],
         }),
         context,
@@ -1110,5 +1223,183 @@ describe('normalizeCallStream', () => {
       normalizeCallStream(receivedObject({ ...CALL_STREAM, audio_track: 'mixed' }), context),
     );
     expect(row.audio_track).toBe('mixed');
+  });
+});
+
+describe('shapes the real service sends (docs/assumptions.md A38–A45)', () => {
+  it('keeps error_code, dlt_* and conversation_* null when the service sends null, apart from ""', () => {
+    const nulls = {
+      ...MESSAGE,
+      error_code: null,
+      dlt_entity_id: null,
+      dlt_template_id: '',
+      dlt_template_category: null,
+      conversation_id: null,
+      conversation_origin: null,
+      conversation_expiration_timestamp: null,
+    };
+    const row = rowOf(normalizeMessage(receivedObject(nulls), context));
+    expect(row).toMatchObject({
+      error_code: null,
+      dlt_entity_id: null,
+      dlt_template_id: '',
+      dlt_template_category: null,
+      conversation_id: null,
+      conversation_origin: null,
+      conversation_expiration_timestamp: null,
+    });
+  });
+
+  it('stores a message in the shape of the official client fixtures (few fields, error_code null)', () => {
+    // plivo-python tests/resources/fixtures/messageGetResponse.json
+    const fixture = {
+      api_id: '95747262-3f08-11e7-8bc8-065f6a74a84a',
+      error_code: null,
+      from_number: '911231231230',
+      message_direction: 'outbound',
+      message_state: 'sent',
+      message_time: '2017-05-22 21:36:14+05:30',
+      message_type: 'sms',
+      message_uuid: '5b40a428-bfc7-4daf-9d06-726c558bf3b8',
+      resource_uri:
+        '/v1/Account/MAXXXXXXXXXXXXXXXXXX/Message/5b40a428-bfc7-4daf-9d06-726c558bf3b8/',
+      to_number: '911231231231',
+      total_amount: '0.00250',
+      total_rate: '0.00250',
+      units: 1,
+      message_sent_time: '2024-08-21 18:28:49.244057+05:30',
+      error_message: '',
+    };
+    const row = rowOf(normalizeMessage(receivedObject(fixture), context));
+    expect(row).toMatchObject({
+      message_uuid: fixture.message_uuid,
+      message_time: '2017-05-22T16:06:14Z',
+      error_code: null,
+      is_domestic: null,
+      powerpack_id: null,
+      dlt_entity_id: null,
+      log: null,
+      raw: fixture,
+    });
+  });
+
+  it('keeps the microseconds of a caller ID time with 9 fraction digits; the rest stays in raw', () => {
+    // docs.plivo.com, "The verified caller ID object": a single-number answer, nanoseconds, no
+    // resource_uri, modified_at or subaccount, and a field telesync has no column for.
+    const single = {
+      alias: 'US Mainland',
+      api_id: '870e2ded-58b0-41bc-8c1c-ba00c6a90741',
+      channel: '',
+      country: 'US',
+      created_at: '2024-02-09T03:52:22.880097813Z',
+      phone_number: '+12025551234',
+      verification_uuid: 'f87836bd-f3c0-41bb-9498-125e6faaa4d4',
+    };
+    const row = rowOf(normalizeVerifiedCallerId(receivedObject(single), context));
+    expect(row).toMatchObject({
+      phone_number: '+12025551234',
+      created_at: '2024-02-09T03:52:22.880097Z',
+      modified_at: null,
+      resource_uri: null,
+      subaccount: null,
+      raw: single,
+    });
+  });
+
+  it.each([
+    ['2023-09-25T14:40:38.68729Z', '2023-09-25T14:40:38.687290Z'],
+    ['2019-07-15T12:22:00Z', '2019-07-15T12:22:00Z'],
+    ['2019-07-15T12:22:00.1234567Z', '2019-07-15T12:22:00.123456Z'],
+    ['2019-07-15T12:22:00.99999999Z', '2019-07-15T12:22:00.999999Z'],
+  ])('reads a sender pack created_on of %s as %s', (createdOn, iso) => {
+    const row = rowOf(
+      normalizePowerpack(receivedObject({ ...POWERPACK, created_on: createdOn }), context),
+    );
+    expect(row.created_on).toBe(iso);
+  });
+
+  it('stores an application_id sent as a number as its digits, even past 2^53', () => {
+    const text = `${JSON.stringify({ ...POWERPACK, application_id: 0 }).replace(
+      '"application_id":0',
+      '"application_id":33660394121755210',
+    )}`;
+    const record = received(text);
+    const row = rowOf(normalizePowerpack(record, context));
+    expect(row.application_id).toBe('33660394121755210');
+    expect(
+      rowOf(
+        normalizePowerpack(receivedObject({ ...POWERPACK, application_id: 123912833468 }), context),
+      ).application_id,
+    ).toBe('123912833468');
+    const fraction = rejectionOf(
+      normalizePowerpack(receivedObject({ ...POWERPACK, application_id: 1.5 }), context),
+    );
+    expect(fraction.reason).toBe(
+      'application_id must be text or a whole JSON number; got the JSON number 1.5',
+    );
+  });
+
+  it('stores a sender pack in the shape of the official client fixtures', () => {
+    // plivo-python tests/resources/fixtures/powerpackGetPowerpackResponse.json
+    const fixture = {
+      uuid: '5ec4c8c9-cd74-42b5-9e41-0d7670d6bb46',
+      name: 'My Powerpack',
+      smart_sender: true,
+      local_connect: false,
+      application_type: 'XML',
+      application_id: 123912833468,
+      number_pool: '/v1/Account/{auth_id}/NumberPool/<number_pool_uuid>/',
+      created_on: '2019-07-15T12:22:00Z',
+    };
+    const row = rowOf(normalizePowerpack(receivedObject(fixture), context));
+    expect(row).toMatchObject({
+      uuid: fixture.uuid,
+      application_id: '123912833468',
+      created_on: '2019-07-15T12:22:00Z',
+      sticky_sender: null,
+      number_priority: null,
+      raw: fixture,
+    });
+  });
+
+  it('stores the shorter stream-record shape: status, null start and end times', () => {
+    // plivo-python tests/resources/fixtures/liveCallStreamGetAllResponse.json
+    const fixture = {
+      call_uuid: '4f045f7a-b04a-4364-8523-74e6072f4f72',
+      end_time: null,
+      service_url: 'ws://3ee3-106-51-87-58.ngrok.io',
+      start_time: null,
+      status: 'initiated',
+      status_callback_url: '',
+      stream_id: 'c436abf8-e8a1-4d96-9aa8-b9143f7f3517',
+    };
+    const row = rowOf(normalizeCallStream(receivedObject(fixture), context));
+    expect(row).toStrictEqual({
+      account_id: ACCOUNT,
+      stream_id: fixture.stream_id,
+      call_uuid: fixture.call_uuid,
+      service_auth_id: null,
+      resource_uri: null,
+      service_url: fixture.service_url,
+      audio_track: null,
+      bidirectional: null,
+      created_at: null,
+      start_time: null,
+      end_time: null,
+      bill_duration: null,
+      rounded_bill_duration: null,
+      billed_amount: null,
+      raw: fixture,
+    });
+  });
+
+  it('quarantines a record nested 20,000 levels deep, with its exact bytes', () => {
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+    const record = received(`{"stream_id":"${STREAM_ID}","x":${deep}}`);
+    const rejection = rejectionOf(normalizeCallStream(record, context));
+    expect(rejection.reason).toBe(
+      "the record nests 20001 levels deep; at most 64 are accepted (PostgreSQL's jsonb cannot store much deeper values)",
+    );
+    expect(new TextDecoder().decode(record.bytes)).toBe(`{"stream_id":"${STREAM_ID}","x":${deep}}`);
   });
 });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { MalformedBodyError, parseListBody, parseRecordBody } from '../../src/api/received-json.js';
+import {
+  MalformedBodyError,
+  parseListBody,
+  parseListOrRecordBody,
+  parseRecordBody,
+  RECORD_MAX_DEPTH,
+} from '../../src/api/received-json.js';
 
 const bytes = (...parts: (string | number[])[]) =>
   Buffer.concat(
@@ -110,5 +116,66 @@ describe('parseRecordBody', () => {
   it('refuses an empty or truncated body', () => {
     expect(() => parseRecordBody(bytes(''))).toThrow(MalformedBodyError);
     expect(() => parseRecordBody(bytes('{"a":'))).toThrow(MalformedBodyError);
+  });
+});
+
+describe('shapes of the real service (A9, A45)', () => {
+  it('reads a stream list whose meta counts with "count" and says "no page" with ""', () => {
+    // plivo-python tests/resources/fixtures/liveCallStreamGetAllResponse.json, next and previous as ""
+    const body = bytes(
+      '{"api_id":"8d1d27f0","meta":{"count":1,"limit":20,"next":"","offset":0,"previous":""},"objects":[{"stream_id":"s"}]}',
+    );
+    expect(parseListBody(body).meta).toEqual({
+      limit: 20,
+      offset: 0,
+      next: null,
+      previous: null,
+      total_count: 1,
+    });
+  });
+
+  it('still refuses a meta with neither total_count nor count', () => {
+    const body = bytes('{"meta":{"limit":20,"offset":0,"next":null},"objects":[]}');
+    expect(() => parseListBody(body)).toThrow(MalformedBodyError);
+  });
+
+  it('reads a single caller ID answered as one object as a list of one, exact bytes kept', () => {
+    const record = '{"alias":"test","api_id":"ee7c3cb1","phone_number":"+919768368718"}';
+    const list = parseListOrRecordBody(bytes(record));
+    expect(list.apiId).toBe('ee7c3cb1');
+    expect(list.meta).toEqual({ limit: 1, offset: 0, next: null, previous: null, total_count: 1 });
+    expect(list.records.map((one) => text(one.bytes))).toEqual([record]);
+  });
+
+  it('reads a list envelope as a list, and refuses a body that is neither', () => {
+    const list = parseListOrRecordBody(bytes(`{${META},"objects":[{"a":1}]}`));
+    expect(list.meta.total_count).toBe(41);
+    expect(list.records).toHaveLength(1);
+    expect(() => parseListOrRecordBody(bytes('[1]'))).toThrow(MalformedBodyError);
+    expect(() => parseListOrRecordBody(bytes(''))).toThrow(MalformedBodyError);
+  });
+});
+
+describe('nesting depth (hostile input)', () => {
+  const nested = (levels: number) =>
+    `{"id":"d","x":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+
+  it.each([
+    ['ASCII pages (read in one pass)', ''],
+    ['pages read record by record (non-ASCII)', '"é":"é",'],
+  ])('quarantines a record nested too deep and reads its neighbours: %s', (_name, extra) => {
+    const deep = nested(20_000);
+    const body = bytes(`{${extra}${META},"objects":[{"id":"a"},${deep},{"id":"b"}]}`);
+    const { records } = parseListBody(body);
+    expect(records.map((record) => record.value)).toEqual([{ id: 'a' }, undefined, { id: 'b' }]);
+    expect(records[1]!.problem).toBe(
+      `the record nests 20000 levels deep; at most ${RECORD_MAX_DEPTH} are accepted (PostgreSQL's jsonb cannot store much deeper values)`,
+    );
+    expect(text(records[1]!.bytes)).toBe(deep);
+  });
+
+  it('accepts exactly the deepest nesting allowed, and refuses one level more', () => {
+    expect(parseRecordBody(bytes(nested(RECORD_MAX_DEPTH))).problem).toBeUndefined();
+    expect(parseRecordBody(bytes(nested(RECORD_MAX_DEPTH + 1))).problem).toMatch(/nests 65 levels/);
   });
 });

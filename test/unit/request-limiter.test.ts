@@ -35,10 +35,16 @@ function busiestWindow(starts: readonly number[], windowMs: number): number {
   return busiest;
 }
 
-async function startTimes(perSecond: number, lateMs: number, total: number): Promise<number[]> {
+async function startTimes(
+  perSecond: number,
+  lateMs: number,
+  total: number,
+  windowSeconds?: number,
+): Promise<number[]> {
   const time = drivenTime(lateMs);
   const limiter = new RequestLimiter({
     maxPerSecond: perSecond,
+    ...(windowSeconds === undefined ? {} : { windowSeconds }),
     maxConcurrent: 64,
     now: time.now,
     setTimer: time.setTimer,
@@ -81,6 +87,29 @@ describe('RequestLimiter', () => {
       expect(busiestWindow(starts, 1000)).toBeLessThanOrEqual(perSecond);
     },
   );
+
+  describe.each([0, 2.5, 3.9, 20])('over a five-second window, timers %s ms late', (lateMs) => {
+    it.each([1, 20, 60, 300])(
+      'starts at most 5 × %i requests in any five seconds, at 99.7% of the rate',
+      async (perSecond) => {
+        const total = Math.min(20 * perSecond + 5, 6000);
+        const starts = await startTimes(perSecond, lateMs, total, 5);
+        expect(busiestWindow(starts, 5000)).toBeLessThanOrEqual(5 * perSecond);
+        if (lateMs > 3.9) return; // very late timers only must not break the limit
+        // The allowance is spread over five seconds: the run takes 1.003× its ideal time, where a
+        // one-second window takes 1.015× (the case above).
+        const span = starts.at(-1)! - starts[0]!;
+        expect(span).toBeLessThanOrEqual(((total - 1) / perSecond) * 1003 + 6);
+        expect(span).toBeGreaterThanOrEqual(((total - 1) / perSecond) * 1000);
+      },
+    );
+  });
+
+  it('refuses a window under one second', () => {
+    expect(
+      () => new RequestLimiter({ maxPerSecond: 60, windowSeconds: 0.5, maxConcurrent: 1 }),
+    ).toThrow(RangeError);
+  });
 
   it('never has more than maxConcurrent in flight, and starts them first come, first served', async () => {
     const limiter = new RequestLimiter({ maxPerSecond: 1e9, maxConcurrent: 3 });

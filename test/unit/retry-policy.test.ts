@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { computeRetryDelayMs, parseRetryAfter } from '../../src/api/retry-policy.js';
+import {
+  capRetryAfter,
+  computeRetryDelayMs,
+  parseRetryAfter,
+  RETRY_AFTER_MAX_SECONDS,
+} from '../../src/api/retry-policy.js';
+import { clampTimerMs, sleep, TIMER_MAX_MS } from '../../src/util/sleep.js';
 
 const policy = { baseDelayMs: 500, maxDelayMs: 20_000 };
 
@@ -34,5 +40,36 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
     expect(parseRetryAfter('soon', now)).toBeUndefined();
     expect(parseRetryAfter('-1', now)).toBeUndefined();
+  });
+});
+
+describe('Retry-After past all reason (hostile input)', () => {
+  it('is capped at 120 s by default; what was asked stays readable', () => {
+    expect(RETRY_AFTER_MAX_SECONDS).toBe(120);
+    expect(capRetryAfter(parseRetryAfter('3600', 0), RETRY_AFTER_MAX_SECONDS)).toBe(120);
+    expect(capRetryAfter(parseRetryAfter('99999999', 0), 120)).toBe(120);
+    expect(capRetryAfter(parseRetryAfter('9'.repeat(400), 0), 120)).toBe(120);
+    expect(capRetryAfter(7, 120)).toBe(7);
+    expect(capRetryAfter(undefined, 120)).toBeUndefined();
+  });
+
+  it('never gives a timer more than it holds', () => {
+    expect(clampTimerMs(99_999_999_000)).toBe(TIMER_MAX_MS);
+    expect(clampTimerMs(Number.POSITIVE_INFINITY)).toBe(TIMER_MAX_MS);
+    expect(clampTimerMs(Number.NaN)).toBe(0);
+    expect(clampTimerMs(-5)).toBe(0);
+  });
+
+  it('sleep longer than a timer holds does not fire early (no 1 ms busy loop)', async () => {
+    const controller = new AbortController();
+    let settled = false;
+    const waiting = sleep(99_999_999_000, controller.signal).then(
+      () => (settled = true),
+      () => 'aborted',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(settled).toBe(false);
+    controller.abort(new Error('stop'));
+    expect(await waiting).toBe('aborted');
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { evaluateHealth, type HealthInput, type LatestRuns } from '../../src/scheduler/health.js';
+import type { LatestRuns } from '../../src/db/repositories/health-repository.js';
+import { evaluateHealth, type HealthInput } from '../../src/scheduler/health.js';
 
 const MINUTE_MS = 60_000;
 const NOW = Date.parse('2025-06-01T12:00:00Z');
@@ -244,5 +245,66 @@ describe('evaluateHealth', () => {
       }),
     );
     expect(report.streams[0]).toMatchObject({ state: 'ok', age_seconds: 60 });
+  });
+});
+
+describe('evaluateHealth: the horizon alarm', () => {
+  const recent = { ok: true as const, runs: [runs({ status: 'succeeded', minutesAgo: 5 }, 5)] };
+
+  it('fails when days are about to leave the horizon unread, and says which and what to run', () => {
+    const report = evaluateHealth(
+      input({
+        database: recent,
+        horizon: {
+          alarmDays: 7,
+          unread: [{ accountId: 'MA_ONE', days: ['2025-03-05', '2025-03-06'] }],
+        },
+      }),
+    );
+    expect(report.healthy).toBe(false);
+    expect(report.status).toBe('unhealthy');
+    // The streams themselves are fine: the alarm alone fails the check.
+    expect(report.streams.map((s) => s.state)).toEqual(['ok']);
+    expect(report.horizon).toEqual({
+      alarm_days: 7,
+      unread: [{ account: 'MA_ONE', days: ['2025-03-05', '2025-03-06'] }],
+    });
+    expect(report.reasons).toEqual([
+      'MA_ONE: 2 trunk_calls day(s) within 7 days of the 90-day horizon are incomplete or unread ' +
+        '(2025-03-05, 2025-03-06); the service stops serving them soon: run ' +
+        '`telesync backfill --from 2025-03-05 --to 2025-03-07`',
+    ]);
+  });
+
+  it('is healthy when no day is counted, and not judged when the alarm is off', () => {
+    const calm = evaluateHealth(
+      input({
+        database: recent,
+        horizon: { alarmDays: 7, unread: [{ accountId: 'MA_ONE', days: [] }] },
+      }),
+    );
+    expect(calm.healthy).toBe(true);
+    expect(calm.horizon).toEqual({ alarm_days: 7, unread: [] });
+    expect(calm.reasons).toEqual([]);
+    const off = evaluateHealth(
+      input({
+        database: recent,
+        horizon: { alarmDays: 0, unread: [{ accountId: 'MA_ONE', days: ['2025-03-05'] }] },
+      }),
+    );
+    expect(off.healthy).toBe(true);
+    expect(off.horizon).toBeNull();
+  });
+
+  it('gives a reason for every unhealthy stream too', () => {
+    const report = evaluateHealth(
+      input({
+        database: {
+          ok: true,
+          runs: [runs({ status: 'failed', minutesAgo: 1, error: 'HTTP 503' }, 30)],
+        },
+      }),
+    );
+    expect(report.reasons).toEqual(['MA_ONE trunk_calls: the latest run failed: HTTP 503']);
   });
 });

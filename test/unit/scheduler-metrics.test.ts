@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SchedulerMetrics, watermarkLags } from '../../src/scheduler/metrics.js';
 import { RunStats } from '../../src/sync/run-context.js';
-import type { StreamName } from '../../src/sync/streams.js';
-import type { SyncResult } from '../../src/sync/sync-runner.js';
+import type { StreamName } from '../../src/domain/streams.js';
+import type { SyncResult } from '../../src/sync/run-stream.js';
 
 const NOW = Date.parse('2025-06-01T12:00:00Z');
 
@@ -236,5 +236,40 @@ describe('watermarkLags', () => {
         NOW,
       ),
     ).toEqual([{ accountId: 'MA', stream: 'trunk_calls', seconds: 0.000001 }]);
+  });
+});
+
+describe('the horizon gauge', () => {
+  it('shows per account how many days are about to leave the horizon unread, read on each scrape', async () => {
+    let unread = [
+      { accountId: 'MA_ONE', days: ['2025-03-05', '2025-03-07'] },
+      { accountId: 'MA_TWO', days: [] },
+    ];
+    const subject = new SchedulerMetrics({
+      now: () => NOW,
+      processMetrics: false,
+      readHorizonUnread: () => Promise.resolve(unread),
+    });
+    expect(await samples(subject, 'telesync_horizon_unread_days')).toEqual({
+      'account=MA_ONE': 2,
+      'account=MA_TWO': 0,
+    });
+    unread = [{ accountId: 'MA_ONE', days: [] }];
+    expect(await samples(subject, 'telesync_horizon_unread_days')).toEqual({
+      'account=MA_ONE': 0,
+    });
+  });
+
+  it('is left out of a scrape when the ledger cannot be read, and says so', async () => {
+    const errors: string[] = [];
+    const subject = new SchedulerMetrics({
+      now: () => NOW,
+      processMetrics: false,
+      readHorizonUnread: () => Promise.reject(new Error('statement timeout')),
+      onCollectError: (error) => errors.push(error.message),
+    });
+    const { body } = await subject.render();
+    expect(body).not.toMatch(/^telesync_horizon_unread_days\{/m);
+    expect(errors).toEqual(['statement timeout']);
   });
 });

@@ -7,8 +7,8 @@ import {
   type CronTaskSpec,
 } from '../../src/scheduler/scheduler.js';
 import { RunStats } from '../../src/sync/run-context.js';
-import type { StreamName } from '../../src/sync/streams.js';
-import type { SyncResult } from '../../src/sync/sync-runner.js';
+import type { StreamName } from '../../src/domain/streams.js';
+import type { SyncResult } from '../../src/sync/run-stream.js';
 import { createLogger } from '../../src/util/logger.js';
 
 const NOW = Date.parse('2025-06-01T12:00:00Z');

@@ -6,7 +6,7 @@ import {
   firstIndexEndingAtOrAfter,
   indexRangeEndingWithin,
   type CallTimeline,
-} from '../../src/simulator/call-timeline.js';
+} from '../../src/simulator/data/call-timeline.js';
 import { MICROS_PER_DAY, MICROS_PER_SECOND, toEpochMicros } from '../../src/util/micros.js';
 
 const ANCHOR = toEpochMicros('2024-06-01T12:00:00.250000Z');

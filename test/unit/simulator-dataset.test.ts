@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { AccountDataset, DEFAULT_DATASET_SIZES } from '../../src/simulator/dataset.js';
-import { formatDecimalUnits } from '../../src/simulator/decimal-text.js';
-import { writeMessageJson } from '../../src/simulator/message-data.js';
+import { AccountDataset, DEFAULT_DATASET_SIZES } from '../../src/simulator/data/dataset.js';
+import { formatDecimalUnits } from '../../src/simulator/data/decimal-text.js';
+import { writeMessageJson } from '../../src/simulator/data/message-data.js';
 import {
   hangupSideOf,
   malformTrunkCallRecord,
   type Malformation,
-} from '../../src/simulator/trunk-call-data.js';
+} from '../../src/simulator/data/trunk-call-data.js';
 import { MICROS_PER_SECOND, toEpochMicros } from '../../src/util/micros.js';
 
 const ANCHOR = toEpochMicros('2024-06-01T12:00:00Z');

@@ -5,7 +5,7 @@ import {
   parseFaultConfig,
   type FaultConfig,
 } from '../../src/simulator/faults.js';
-import { Rng } from '../../src/simulator/prng.js';
+import { Rng } from '../../src/simulator/data/prng.js';
 import { parseRateLimit, SlidingWindowLimiter } from '../../src/simulator/rate-limiter.js';
 
 function config(patch: Partial<FaultConfig>): FaultConfig {

@@ -8,7 +8,7 @@ import {
   permute32,
   Rng,
   unpermute32,
-} from '../../src/simulator/prng.js';
+} from '../../src/simulator/data/prng.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

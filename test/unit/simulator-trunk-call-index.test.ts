@@ -4,9 +4,9 @@ import {
   addCall,
   createAccountState,
   type AccountState,
-} from '../../src/simulator/account-state.js';
-import { firstIndexEndingAtOrAfter } from '../../src/simulator/call-timeline.js';
-import { AccountDataset, DEFAULT_DATASET_SIZES } from '../../src/simulator/dataset.js';
+} from '../../src/simulator/state/account-state.js';
+import { firstIndexEndingAtOrAfter } from '../../src/simulator/data/call-timeline.js';
+import { AccountDataset, DEFAULT_DATASET_SIZES } from '../../src/simulator/data/dataset.js';
 import type { TrunkCallPlan } from '../../src/simulator/rules.js';
 import {
   isGeneratedCallVisible,
@@ -15,7 +15,7 @@ import {
   TrunkScanCache,
   type LateArrivals,
   type SelectedCall,
-} from '../../src/simulator/trunk-call-index.js';
+} from '../../src/simulator/data/trunk-call-index.js';
 import {
   MICROS_PER_DAY,
   MICROS_PER_HOUR,

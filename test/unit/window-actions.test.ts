@@ -1,20 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import {
-  afterProbe,
-  decideBackfill,
-  decideIncremental,
-  type LedgerEntry,
-} from '../../src/sync/window-actions.js';
+import type { LedgerEntry } from '../../src/domain/ledger-entry.js';
+import { afterProbe, decideBackfill, decideIncremental } from '../../src/sync/window-actions.js';
 import { parseEpochMicros } from '../../src/util/micros.js';
 
 const at = (text: string) => parseEpochMicros(text)!;
 const day = { start: at('2026-11-20T00:00:00Z'), end: at('2026-11-21T00:00:00Z') };
 const complete = (overrides: Partial<LedgerEntry> = {}): LedgerEntry => ({
   status: 'complete',
+  slotStart: day.start,
   start: day.start,
   coveredEnd: day.end,
   totalCount: 100,
   readAt: at('2026-11-21T01:00:00Z'),
+  verifiedAt: null,
   ...overrides,
 });
 

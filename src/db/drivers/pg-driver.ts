@@ -26,7 +26,10 @@ export interface PgDialectOptions {
   connectionString: string;
   /** Connections in the pool. */
   maxConnections: number;
-  /** Called when an idle pooled connection fails (the server restarted, the network dropped). */
+  /**
+   * Called when a connection fails outside a query (the server restarted, the network dropped, the
+   * session was terminated), idle in the pool or checked out.
+   */
   onIdleError?: (error: Error) => void;
 }
 
@@ -95,7 +98,7 @@ class PgDriver implements Driver {
     const client = await this.#pool.connect();
     let connection = this.#connections.get(client);
     if (connection === undefined) {
-      connection = new PgConnection(client);
+      connection = new PgConnection(client, this.options.onIdleError);
       this.#connections.set(client, connection);
     }
     return connection;
@@ -132,7 +135,18 @@ class PgConnection implements DatabaseConnection {
   /** Set when a query failed in a way that leaves the connection unusable (cut, killed). */
   #broken = false;
 
-  constructor(private readonly client: pg.PoolClient) {}
+  constructor(
+    private readonly client: pg.PoolClient,
+    onError: ((error: Error) => void) | undefined,
+  ) {
+    // A checked-out client whose session ends (pg_terminate_backend, a server restart, a cut
+    // network) emits 'error'; the pool listens only while a client is idle, and an 'error' without
+    // a listener kills the process. Once is enough: the client is never used again.
+    client.on('error', (error: Error) => {
+      this.#broken = true;
+      onError?.(error);
+    });
+  }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     try {

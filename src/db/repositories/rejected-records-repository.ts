@@ -1,19 +1,16 @@
-import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
+import type { RejectedRecord } from '../../normalize/normalize-result.js';
+import { payloadDigest } from '../../util/payload-digest.js';
 import type { Tables } from '../schema.js';
 
-/** A record that could not be normalised, as the quarantine stores it. */
-export interface Quarantined {
-  accountId: string;
-  stream: string;
-  reason: string;
-  /** The record's identifier when it could be read. */
-  recordKey: string | undefined;
-  /** The record's bytes exactly as received. */
-  bytes: Uint8Array;
-}
-
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Largest payload whose bytes the quarantine stores (the normaliser's RECORD_MAX_BYTES). A larger
+ * record is kept as its digest, with its size in the reason, never its bytes: one 300 MB record
+ * must not become 600 MB of rows (raw_payload and raw_bytes).
+ */
+export const QUARANTINE_PAYLOAD_MAX_BYTES = 1_048_576;
 
 /**
  * The text of a payload when Postgres `text` can hold it exactly: valid UTF-8 without NUL.
@@ -28,38 +25,38 @@ export function storableText(bytes: Uint8Array): string | undefined {
   }
 }
 
-/** The identity of a payload in the quarantine: the same bad record seen again is one row. */
-export function payloadDigest(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
-
 /**
- * Stores rejected records in the caller's transaction. A record already quarantined (same account,
- * stream and bytes) is counted again rather than stored twice, so a bad record inside the lookback
- * does not pile up a row per run.
+ * Stores rejected records in the caller's transaction, keyed by the digest of their bytes. A record
+ * already quarantined (same account, stream and bytes) is counted again rather than stored twice,
+ * so a bad record inside the lookback does not pile up a row per run.
  */
 export async function quarantineRecords(
   trx: Kysely<Tables>,
   schema: string,
-  records: readonly Quarantined[],
+  records: readonly RejectedRecord[],
   runId: number,
 ): Promise<void> {
   if (records.length === 0) return;
-  const byDigest = new Map<string, Quarantined & { digest: string }>();
+  const byDigest = new Map<string, RejectedRecord & { digest: string }>();
   for (const record of records) {
     const digest = payloadDigest(record.bytes);
     byDigest.set(`${record.accountId}\u0001${record.stream}\u0001${digest}`, { ...record, digest });
   }
-  const rows = [...byDigest.values()].map((record) => ({
-    account_id: record.accountId,
-    stream: record.stream,
-    reason: record.reason,
-    record_key: record.recordKey ?? null,
-    raw_payload: storableText(record.bytes) ?? null,
-    raw_bytes: Buffer.from(record.bytes),
-    payload_sha256: record.digest,
-    run_id: runId,
-  }));
+  const rows = [...byDigest.values()].map((record) => {
+    const kept = record.bytes.byteLength <= QUARANTINE_PAYLOAD_MAX_BYTES;
+    return {
+      account_id: record.accountId,
+      stream: record.stream,
+      reason: kept
+        ? record.reason
+        : `${record.reason} [payload of ${record.bytes.byteLength} bytes not stored; sha256 ${record.digest}]`,
+      record_key: record.recordKey ?? null,
+      raw_payload: kept ? (storableText(record.bytes) ?? null) : null,
+      raw_bytes: kept ? Buffer.from(record.bytes) : null,
+      payload_sha256: record.digest,
+      run_id: runId,
+    };
+  });
   await trx
     .insertInto('rejected_records')
     .values(rows)

@@ -1,6 +1,12 @@
 import { sql, type Kysely } from 'kysely';
+import type {
+  LedgerEntry,
+  LedgerKey,
+  LedgerStatus,
+  SlotWindow,
+} from '../../domain/ledger-entry.js';
 import { formatIsoMicros, toEpochMicros, type EpochMicros } from '../../util/micros.js';
-import type { Tables, WindowStatus } from '../schema.js';
+import type { Tables } from '../schema.js';
 
 /**
  * The window ledger (sync_windows): one row per slot of the UTC grid, keyed by the slot's start.
@@ -8,54 +14,25 @@ import type { Tables, WindowStatus } from '../schema.js';
  * progress, so backfills resume and finance can reconcile service totals with stored rows in SQL.
  */
 
-export interface LedgerRow {
-  id: number;
-  status: WindowStatus;
-  /** The slot of the UTC grid the row stands for. */
-  slotStart: EpochMicros;
-  /** Lower bound of what was read: the slot start, or later where the horizon cut it. */
-  start: EpochMicros;
-  /** Upper bound of what was read: the slot end, or less while the slot was still open. */
-  coveredEnd: EpochMicros;
-  totalCount: number | null;
-  rowsStored: number | null;
-  readAt: EpochMicros | null;
-  attempts: number;
-}
-
-export interface LedgerKey {
-  accountId: string;
-  stream: string;
-}
-
-/** A window with the slot it belongs to. */
-export interface SlotWindow {
-  slotStart: EpochMicros;
-  start: EpochMicros;
-  end: EpochMicros;
-}
-
 function rangeText(start: EpochMicros, end: EpochMicros): string {
   return `[${formatIsoMicros(start)},${formatIsoMicros(end)})`;
 }
 
-/** Ledger rows of the slots starting in [fromSlot, to), by slot start. */
-export async function findLedgerRows(
+/** Ledger entries of the slots starting in [fromSlot, to), by slot start. */
+export async function findLedgerEntries(
   db: Kysely<Tables>,
   key: LedgerKey,
   fromSlot: EpochMicros,
   to: EpochMicros,
-): Promise<Map<EpochMicros, LedgerRow>> {
+): Promise<Map<EpochMicros, LedgerEntry>> {
   const rows = await db
     .selectFrom('sync_windows')
     .select([
-      'id',
       'status',
       'slot_start',
       'total_count',
-      'rows_stored',
       'read_at',
-      'attempts',
+      'verified_at',
       sql<string>`lower(time_range)`.as('start'),
       sql<string>`upper(time_range)`.as('end'),
     ])
@@ -64,29 +41,27 @@ export async function findLedgerRows(
     .where('slot_start', '>=', formatIsoMicros(fromSlot))
     .where('slot_start', '<', formatIsoMicros(to))
     .execute();
-  const bySlot = new Map<EpochMicros, LedgerRow>();
+  const bySlot = new Map<EpochMicros, LedgerEntry>();
   for (const row of rows) {
     const slotStart = toEpochMicros(row.slot_start);
     bySlot.set(slotStart, {
-      id: row.id,
       status: row.status,
       slotStart,
       start: toEpochMicros(row.start),
       coveredEnd: toEpochMicros(row.end),
       totalCount: row.total_count,
-      rowsStored: row.rows_stored,
       readAt: row.read_at === null ? null : toEpochMicros(row.read_at),
-      attempts: row.attempts,
+      verifiedAt: row.verified_at === null ? null : toEpochMicros(row.verified_at),
     });
   }
   return bySlot;
 }
 
 /**
- * Writes the windows of a plan that have no row yet as `planned`, so the ledger shows the whole of
+ * Inserts the windows of a plan that have no row yet as `planned`, so the ledger shows the whole of
  * a run or backfill from its start.
  */
-export async function planWindows(
+export async function insertPlannedWindows(
   db: Kysely<Tables>,
   key: LedgerKey,
   windows: readonly SlotWindow[],
@@ -136,12 +111,12 @@ export async function markWindowRunning(
 
 export interface WindowCompletion extends SlotWindow {
   /** The service's count for [start, end). */
-  totalCount: number;
-  runId: number;
+  readonly totalCount: number;
+  readonly runId: number;
   /** Set when every page was read now (not just counted). */
-  readAt?: string;
+  readonly readAt?: string;
   /** Set when a count probe confirmed the row. */
-  verifiedAt?: string;
+  readonly verifiedAt?: string;
 }
 
 /**
@@ -188,7 +163,7 @@ export async function restoreWindowStatus(
   db: Kysely<Tables>,
   key: LedgerKey,
   slotStart: EpochMicros,
-  status: WindowStatus,
+  status: LedgerStatus,
 ): Promise<void> {
   await db
     .updateTable('sync_windows')

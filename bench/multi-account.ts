@@ -1,0 +1,330 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { measureCopyLimit } from './backfill/measure-copy-limit.js';
+import type { CopyLimitRun } from './backfill/throughput-round.js';
+import type { BenchContext } from './support/bench-context.js';
+import { HarnessError, RowsLostError } from './support/bench-errors.js';
+import { createScratchDir, TELESYNC_BIN } from './support/paths.js';
+import { peakRssBytes, requireSuccess, runMonitored } from './support/process-monitor.js';
+import {
+  checkTarget,
+  formatInteger,
+  formatMb,
+  formatSeconds,
+  MB,
+  type BenchmarkReport,
+  type Table,
+} from './support/report.js';
+import { SimulatorOracle } from './support/simulator-oracle.js';
+import { SimulatorProcess, type BenchAccount } from './support/simulator-process.js';
+import { round } from './support/stats.js';
+import { jsonLines, telesyncEnv } from './support/telesync-command.js';
+
+/**
+ * Benchmark 7, accounts side by side: the simulator holds every account to the service's 300
+ * requests per 5 s, and one `telesync backfill --days 90` works on all configured accounts at once.
+ * Targets, each a ratio within this run: (a) ten accounts finish within 1.25× the wall time of one
+ * account alone, with no 429 and no account above 300 requests in any 5 s (the simulator's own
+ * count); (b) the wide scenario reaches 85% of min(accounts × the per-account ceiling, the COPY
+ * limit measured here); (c) the telesync process stays under 400 MB resident.
+ */
+
+const PAGE_ROWS = 20;
+const BACKFILL_DAYS = 90;
+/** The most TELESYNC_ACCOUNT_CONCURRENCY accepts (src/config/component-settings.ts). */
+const MAX_ACCOUNT_CONCURRENCY = 32;
+const WALL_RATIO_TARGET = 1.25;
+const WIDE_SHARE_TARGET = 0.85;
+const RSS_TARGET_MB = 400;
+
+export interface MultiAccountRun {
+  readonly scenario: string;
+  readonly accounts: number;
+  readonly accountConcurrency: number;
+  readonly rows: number;
+  readonly wallMs: number;
+  readonly rowsPerSecond: number;
+  readonly requests: number;
+  readonly tooManyRequests: number;
+  /** The highest of the accounts' most requests in any 5 s, as the simulator counted them. */
+  readonly maxPerWindow: number;
+  readonly peakRssBytes: number | null;
+}
+
+/** Accounts of the benchmark: the harness's account first, then generated ones. */
+function benchAccounts(context: BenchContext, count: number): BenchAccount[] {
+  const accounts = [context.account];
+  for (let index = 1; index < count; index++) {
+    accounts.push({
+      authId: `MABENCHMULTI${String(index).padStart(8, '0')}`,
+      authToken: `${context.account.authToken}-${index}`,
+    });
+  }
+  return accounts;
+}
+
+export async function runMultiAccount(context: BenchContext): Promise<BenchmarkReport> {
+  const startedAt = new Date().toISOString();
+  const { settings } = context;
+  const { requests: limitRequests, windowSeconds } = settings.rateLimit;
+  const rateLimit = `${limitRequests}/${windowSeconds}s`;
+  const ceilingRowsPerSecond = (limitRequests / windowSeconds) * PAGE_ROWS;
+  const { accounts, callsPerAccount, wideAccounts, wideCallsPerAccount } = settings.multiAccount;
+  const runs: MultiAccountRun[] = [];
+
+  // (a) one account alone, then ten, against the same simulator.
+  const narrow = benchAccounts(context, accounts);
+  const simulator = await startSimulator(context, narrow, callsPerAccount, rateLimit);
+  try {
+    context.log(
+      `simulator ${rateLimit} per account, ${accounts} accounts × ${formatInteger(callsPerAccount)} calls`,
+    );
+    runs.push(await runBackfill(context, simulator, narrow.slice(0, 1), 'one account alone'));
+    runs.push(await runBackfill(context, simulator, narrow, `${accounts} accounts`));
+  } finally {
+    await simulator.stop();
+  }
+
+  // (b) the wide scenario, and the COPY limit of the same machine in the same run.
+  const wide = benchAccounts(context, wideAccounts);
+  const wideSimulator = await startSimulator(context, wide, wideCallsPerAccount, rateLimit);
+  let copyLimit: CopyLimitRun;
+  try {
+    context.log(`${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls`);
+    runs.push(await runBackfill(context, wideSimulator, wide, `${wideAccounts} accounts`));
+    const dataset = await wideSimulator.dataset();
+    // The oracle is a pure function of the dataset, so the COPY limit can load as many rows as
+    // benchmark 1 does (settings.calls) without a simulator serving them.
+    const oracle = new SimulatorOracle({
+      dataset: { ...dataset, sizes: { ...dataset.sizes, calls: settings.calls } },
+      account: context.account,
+    });
+    context.log(`COPY limit over ${formatInteger(settings.calls)} calls`);
+    copyLimit = await measureCopyLimit(context, oracle, 0);
+  } finally {
+    await wideSimulator.stop();
+  }
+
+  const [alone, ten, many] = runs as [MultiAccountRun, MultiAccountRun, MultiAccountRun];
+  const wallRatio = round(ten.wallMs / alone.wallMs, 3);
+  const wideBound = Math.min(wideAccounts * ceilingRowsPerSecond, copyLimit.rowsPerSecond);
+  const wideShare = round(many.rowsPerSecond / wideBound, 4);
+  const peakRss = Math.max(...runs.map((run) => run.peakRssBytes ?? Number.NaN));
+  const basis = 'one run';
+  return {
+    name: 'multi-account',
+    title: `7. Accounts side by side — ${rateLimit} per account, ${BACKFILL_DAYS} days`,
+    status: 'ok',
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    settings: {
+      simulatorRateLimit: rateLimit,
+      TELESYNC_MAX_RPS: settings.throttledMaxRps,
+      TELESYNC_CONCURRENCY: settings.concurrency,
+      ...settings.multiAccount,
+    },
+    figures: {
+      wallRatio,
+      ceilingRowsPerSecond,
+      wideBoundRowsPerSecond: wideBound,
+      wideShare,
+      copyLimitRowsPerSecond: copyLimit.rowsPerSecond,
+      copyLimitRows: copyLimit.rows,
+      peakRssBytes: peakRss,
+    },
+    runs,
+    targets: [
+      checkTarget({
+        id: 'multi-account-wall-ratio',
+        description: `${accounts} accounts' wall time ÷ one account's`,
+        measured: wallRatio,
+        unit: '×',
+        comparator: '<=',
+        threshold: WALL_RATIO_TARGET,
+        basis,
+      }),
+      checkTarget({
+        id: 'multi-account-429s',
+        description: `429 answers (${accounts} accounts)`,
+        measured: ten.tooManyRequests,
+        unit: '× 429',
+        comparator: '<=',
+        threshold: 0,
+        basis,
+      }),
+      checkTarget({
+        id: 'multi-account-max-per-window',
+        description: `most requests of one account in any ${windowSeconds} s`,
+        measured: Math.max(...runs.map((run) => run.maxPerWindow)),
+        unit: 'req',
+        comparator: '<=',
+        threshold: limitRequests,
+        basis: 'worst account of every run',
+      }),
+      checkTarget({
+        id: 'multi-account-wide-share',
+        description: `${wideAccounts} accounts: share of min(${wideAccounts} × ${formatInteger(ceilingRowsPerSecond)}, COPY ${formatInteger(copyLimit.rowsPerSecond)}) rows/s`,
+        measured: wideShare,
+        unit: 'ratio',
+        comparator: '>=',
+        threshold: WIDE_SHARE_TARGET,
+        basis,
+      }),
+      checkTarget({
+        id: 'multi-account-peak-rss',
+        description: 'peak RSS of the telesync process',
+        measured: Number.isFinite(peakRss) ? round(peakRss / MB) : null,
+        unit: 'MB',
+        comparator: '<=',
+        threshold: RSS_TARGET_MB,
+        basis: 'highest of every run',
+      }),
+    ],
+    tables: [{ title: 'Runs', table: runsTable(runs, ceilingRowsPerSecond) }],
+    notes: [
+      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account and TELESYNC_ACCOUNT_CONCURRENCY = min(accounts, ${MAX_ACCOUNT_CONCURRENCY}) (its maximum); with more accounts than that, the wide scenario cannot use every account's budget at once.`,
+      `Rows/s is rows stored ÷ wall time of the whole command, start-up included. The ceiling is accounts × ${formatInteger(ceilingRowsPerSecond)} rows/s (${limitRequests} requests per ${windowSeconds} s × ${PAGE_ROWS} rows a page). 429s and requests per ${windowSeconds} s are the simulator's counts.`,
+      `Rows are checked against the sum of every account's records_upserted; not yet against the simulator's data per account.`,
+    ],
+  };
+}
+
+function startSimulator(
+  context: BenchContext,
+  accounts: readonly BenchAccount[],
+  callsPerAccount: number,
+  rateLimit: string,
+): Promise<SimulatorProcess> {
+  return SimulatorProcess.start({
+    seed: context.settings.seed,
+    calls: callsPerAccount,
+    account: accounts[0]!,
+    extraAccounts: accounts.slice(1),
+    rateLimit,
+    track: (pid) => context.track(pid),
+  });
+}
+
+/** One `telesync backfill --days 90` of the given accounts, named in a TELESYNC_CONFIG file. */
+async function runBackfill(
+  context: BenchContext,
+  simulator: SimulatorProcess,
+  accounts: readonly BenchAccount[],
+  scenario: string,
+): Promise<MultiAccountRun> {
+  const { settings, db } = context;
+  // Start with every account's whole budget: nothing in the simulator's sliding window.
+  await new Promise((resolve) =>
+    setTimeout(resolve, (settings.rateLimit.windowSeconds + 1) * 1000),
+  );
+  const schema = await db.createSchema('multi');
+  const scratch = createScratchDir('multi');
+  try {
+    const configPath = join(scratch.path, 'telesync.json');
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        accounts: accounts.map(({ authId, authToken }) => ({
+          auth_id: authId,
+          auth_token: authToken,
+        })),
+      }),
+    );
+    const accountConcurrency = Math.min(accounts.length, MAX_ACCOUNT_CONCURRENCY);
+    const env = telesyncEnv({
+      databaseUrl: settings.databaseUrl,
+      schema,
+      simulator,
+      maxRps: settings.throttledMaxRps,
+      concurrency: settings.concurrency,
+      extraEnv: {
+        TELESYNC_CONFIG: configPath,
+        TELESYNC_ACCOUNT_CONCURRENCY: String(accountConcurrency),
+        TELESYNC_RATE_WINDOW_SECONDS: String(settings.rateLimit.windowSeconds),
+      },
+    });
+    // The accounts come from the file only.
+    delete env.TELESYNC_AUTH_ID;
+    delete env.TELESYNC_AUTH_TOKEN;
+    await db.checkpoint();
+    await simulator.resetStats();
+    context.log(`${scenario}: telesync backfill --days ${BACKFILL_DAYS}`);
+    const run = await runMonitored({
+      label: `${scenario} backfill`,
+      command: process.execPath,
+      args: [TELESYNC_BIN, 'backfill', '--days', String(BACKFILL_DAYS), '--json'],
+      env,
+      cwd: scratch.path,
+      timeoutMs: 60 * 60_000,
+      simulatorPid: simulator.pid,
+      track: (pid) => context.track(pid),
+    });
+    requireSuccess(run);
+    const outcomes = jsonLines(run.stdout).filter((line) => typeof line.account === 'string');
+    const failed = outcomes.filter((outcome) => outcome.status !== 'succeeded');
+    if (outcomes.length !== accounts.length || failed.length > 0) {
+      throw new HarnessError(
+        `${scenario}: ${outcomes.length} outcomes for ${accounts.length} accounts, ${failed.length} not succeeded: ${JSON.stringify(failed.slice(0, 3))}`,
+      );
+    }
+    const upserted = outcomes.reduce((sum, outcome) => sum + Number(outcome.records_upserted), 0);
+    const rows = await db.countTrunkCalls(schema);
+    if (rows !== upserted) throw new RowsLostError(`${scenario} backfill`, upserted, rows);
+    const stats = await simulator.stats();
+    const loads = Object.values(stats.accounts ?? {});
+    if (loads.length === 0) {
+      throw new HarnessError('the simulator reports no per-account load (accounts in its stats)');
+    }
+    const result: MultiAccountRun = {
+      scenario,
+      accounts: accounts.length,
+      accountConcurrency,
+      rows,
+      wallMs: round(run.wallMs),
+      rowsPerSecond: round((rows / run.wallMs) * 1000),
+      requests: stats.requests.total,
+      tooManyRequests: stats.requests.byStatus['429'] ?? 0,
+      maxPerWindow: Math.max(...loads.map((load) => load.maxPerWindow)),
+      peakRssBytes: peakRssBytes(run),
+    };
+    context.log(
+      `${scenario}: ${formatInteger(result.rowsPerSecond)} rows/s, ${formatSeconds(result.wallMs)}, ` +
+        `${result.tooManyRequests} × 429, at most ${result.maxPerWindow} requests in 5 s`,
+    );
+    return result;
+  } finally {
+    scratch.remove();
+    await db.dropSchema(schema);
+  }
+}
+
+function runsTable(runs: readonly MultiAccountRun[], ceilingRowsPerSecond: number): Table {
+  return {
+    headers: [
+      'scenario',
+      'accounts',
+      'at once',
+      'rows',
+      'wall',
+      'rows/s',
+      'ceiling',
+      'requests',
+      '429s',
+      'max/5 s',
+      'peak RSS',
+    ],
+    rows: runs.map((run) => [
+      run.scenario,
+      formatInteger(run.accounts),
+      formatInteger(run.accountConcurrency),
+      formatInteger(run.rows),
+      formatSeconds(run.wallMs),
+      formatInteger(run.rowsPerSecond),
+      formatInteger(run.accounts * ceilingRowsPerSecond),
+      formatInteger(run.requests),
+      formatInteger(run.tooManyRequests),
+      formatInteger(run.maxPerWindow),
+      formatMb(run.peakRssBytes),
+    ]),
+  };
+}

@@ -1,0 +1,161 @@
+import type { TelephonyClient } from '../api/telephony-client.js';
+import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
+import { ConfigError } from '../config/config-errors.js';
+import { openDatabase, pingDatabase, type Database } from '../db/connect.js';
+import type { JobQueue } from '../jobs/job-queue.js';
+import { jobSchemaName } from '../jobs/job-settings.js';
+import { openPgBossQueue } from '../jobs/pg-boss-queue.js';
+import { runStream, type RunRequest, type SyncResult } from '../sync/run-stream.js';
+import type { Logger } from '../util/logger.js';
+import {
+  createAccountClients,
+  createAppLogger,
+  createSyncDependencies,
+  selectAccounts,
+  type LogSink,
+} from './app-services.js';
+
+/**
+ * The composition root of one command (`sync`, `backfill`, `lookup`, `status`…): it holds the
+ * configuration and the logger, and builds the database, the clients and the sync services once
+ * for the part of the command that needs them, closing them after. Commands parse their flags,
+ * ask for what they need here, and print.
+ */
+export interface CommandApp {
+  readonly config: TelesyncConfig;
+  readonly log: Logger;
+  /** The accounts to work on: every configured one, or the one `--account` names (ConfigError otherwise). */
+  selectAccounts(only: string | undefined): AccountConfig[];
+  /** Opens the database, runs `use`, and always closes it. */
+  withDatabase<T>(use: (database: Database) => Promise<T>): Promise<T>;
+  /** Builds a client per account (in their order), runs `use`, and always closes them. */
+  withClients<T>(
+    accounts: readonly AccountConfig[],
+    use: (clients: readonly TelephonyClient[]) => Promise<T>,
+  ): Promise<T>;
+  /**
+   * The workers' job queue (pg-boss) and the database it lives in, for `use`, closed after; a
+   * ConfigError naming DATABASE_URL on the embedded database. This process only enqueues and reads:
+   * it keeps no schedule.
+   */
+  withJobQueue<T>(use: (queue: JobQueue, database: Database) => Promise<T>): Promise<T>;
+  /**
+   * The database (checked to answer: DatabaseUnreachableError otherwise), a client per account and
+   * the sync services, for `use`; all closed after.
+   */
+  withSync<T>(
+    accounts: readonly AccountConfig[],
+    use: (session: SyncSession) => Promise<T>,
+  ): Promise<T>;
+}
+
+/** What a command that syncs works with. */
+export interface SyncSession {
+  readonly database: Database;
+  /** One per account, in the order the accounts were given. */
+  readonly clients: readonly TelephonyClient[];
+  /** Runs one stream of one account with the services built once for the command. */
+  readonly runStream: (client: TelephonyClient, request: RunRequest) => Promise<SyncResult>;
+}
+
+export interface CommandAppOptions {
+  /** The command as people read it (`sync`, `lookup messages`): names the embedded database's lock. */
+  readonly command: string;
+  readonly logSink: LogSink;
+}
+
+/**
+ * Connections for `accounts` worked on at once: a run holds one for its advisory lock and uses one
+ * or two more for its batches, and a few are left for status reads. Never under node-postgres's 10.
+ */
+export function databasePoolSize(accounts: number): number {
+  return Math.max(10, accounts * 3 + 2);
+}
+
+/** Builds the application of one command from its configuration. Opens nothing yet. */
+export function createCommandApp(config: TelesyncConfig, options: CommandAppOptions): CommandApp {
+  const log = createAppLogger(config, options.logSink);
+
+  const withDatabase = async <T>(use: (database: Database) => Promise<T>): Promise<T> => {
+    const database = await openDatabase(config.database, {
+      command: `telesync ${options.command}`,
+      maxConnections: databasePoolSize(config.accountConcurrency),
+    });
+    try {
+      return await use(database);
+    } finally {
+      await database.close();
+    }
+  };
+
+  const withClients = async <T>(
+    accounts: readonly AccountConfig[],
+    use: (clients: readonly TelephonyClient[]) => Promise<T>,
+  ): Promise<T> => {
+    const { clients, close } = createAccountClients(config.api, accounts, log);
+    try {
+      return await use(clients);
+    } finally {
+      await close();
+    }
+  };
+
+  const withJobQueue = async <T>(
+    use: (queue: JobQueue, database: Database) => Promise<T>,
+  ): Promise<T> => {
+    const url = config.database.url;
+    if (url === undefined) {
+      throw new ConfigError([
+        {
+          key: 'DATABASE_URL',
+          message: `telesync ${options.command} --queue needs PostgreSQL, where the workers take their jobs: set DATABASE_URL`,
+        },
+      ]);
+    }
+    return withDatabase(async (database) => {
+      const queue = await openPgBossQueue({
+        connectionString: url,
+        schema: jobSchemaName(config.database.schema),
+        database,
+        leaseSeconds: config.jobs.leaseSeconds,
+        retryLimit: config.jobs.retryLimit,
+        retryDelaySeconds: config.jobs.retryDelaySeconds,
+        maxConnections: 2,
+        supervise: false,
+        onError: (error) => log.warn({ err: error }, `job queue: ${error.message}`),
+      });
+      try {
+        return await use(queue, database);
+      } finally {
+        await queue.stop();
+      }
+    });
+  };
+
+  return {
+    config,
+    log,
+    withJobQueue,
+    selectAccounts: (only) => selectAccounts(config, only),
+    withDatabase,
+    withClients,
+    withSync: (accounts, use) =>
+      withDatabase(async (database) => {
+        // Down at the start: one line for the command, not one stack trace per stream.
+        await pingDatabase(database);
+        return withClients(accounts, (clients) => {
+          const deps = createSyncDependencies(
+            config,
+            database,
+            log,
+            Math.min(accounts.length, config.accountConcurrency),
+          );
+          return use({
+            database,
+            clients,
+            runStream: (client, request) => runStream(deps, client, request),
+          });
+        });
+      }),
+  };
+}

@@ -1,0 +1,13 @@
+import type { Env } from '../config/config-sources.js';
+import { readConfigFile, readDotEnv } from '../config/config-sources.js';
+import type { TelesyncConfig } from '../config/config-types.js';
+import { loadConfig } from '../config/load-config.js';
+
+/**
+ * The configuration of this process: the environment, over `.env` in `cwd`, over the file
+ * TELESYNC_CONFIG names. Throws ConfigError listing every problem.
+ */
+export function loadProcessConfig(env: Env, cwd: string): TelesyncConfig {
+  const merged = readDotEnv(env, cwd);
+  return loadConfig(merged, readConfigFile(merged, cwd));
+}

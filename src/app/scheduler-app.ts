@@ -1,0 +1,176 @@
+import { ConfigError } from '../config/config-errors.js';
+import { scheduleVariable } from '../config/config-defaults.js';
+import type { TelesyncConfig } from '../config/config-types.js';
+import { openDatabase } from '../db/connect.js';
+import { pendingMigrations } from '../db/migrate.js';
+import { STREAM_NAMES } from '../domain/streams.js';
+import type { RunningHttpServer } from '../http/http-server.js';
+import { planSchedule, type SchedulePlan } from '../scheduler/schedule-plan.js';
+import type { ScheduleSettings } from '../scheduler/schedule-settings.js';
+import { createScheduler, type Scheduler } from '../scheduler/scheduler.js';
+import { runStream } from '../sync/run-stream.js';
+import type { Logger } from '../util/logger.js';
+import {
+  createAccountClients,
+  createAppLogger,
+  createConnectionWarner,
+  createSyncDependencies,
+  selectAccounts,
+  type LogSink,
+} from './app-services.js';
+import { createServedRoutes } from './served-routes.js';
+import type { StreamCallbackService } from './stream-callback-service.js';
+
+/**
+ * The composition root of `telesync schedule`: the database, a client per account, the sync
+ * services, the metrics, the scheduler and its HTTP server (/ the status page, /healthz, /metrics,
+ * and the stream callbacks when TELESYNC_PUBLIC_URL is set), each built once. (The worker of the
+ * scale-out work is the next root: a worker-app.ts beside this one, built from app-services.ts and
+ * stream-callback-service.ts the same way and mounting its routes on src/http.)
+ */
+export interface SchedulerApp {
+  readonly log: Logger;
+  readonly settings: ScheduleSettings;
+  readonly plan: SchedulePlan;
+  readonly accountIds: readonly string[];
+  readonly scheduler: Scheduler;
+  /** The stream callback route: served with the HTTP server, or off and why. */
+  readonly streamCallbacks: StreamCallbackService;
+  /**
+   * Starts the HTTP server with the status page, /healthz, /metrics and the callback route when it
+   * is on; undefined when TELESYNC_HTTP_PORT is 0. An
+   * address it cannot listen on is a ConfigError naming the variable to change.
+   */
+  serveHttp(): Promise<RunningHttpServer | undefined>;
+  /** Closes the HTTP server, then the clients and the database. Never rejects. */
+  close(): Promise<void>;
+}
+
+export interface SchedulerAppOptions {
+  readonly logSink: LogSink;
+  /** Node's process metrics on /metrics too (a long-running scheduler, not `--once`). */
+  readonly processMetrics: boolean;
+}
+
+/** Streams × accounts in hand could ask for more than a PostgreSQL server allows one client. */
+const MAX_SCHEDULER_CONNECTIONS = 40;
+
+/** The database's schema is behind the code: `telesync migrate` must run first. */
+export class SchemaNotMigratedError extends Error {
+  override name = 'SchemaNotMigratedError';
+  constructor(
+    readonly schema: string,
+    readonly location: string,
+    /** Names of the pending migrations. */
+    readonly pending: readonly string[],
+  ) {
+    super(`the schema "${schema}" at ${location} has ${pending.length} pending migration(s)`);
+  }
+}
+
+/**
+ * Builds the scheduler application from the configuration. Throws ConfigError when no account is
+ * configured or every stream is "off", and SchemaNotMigratedError (having closed what it opened)
+ * when the database is not migrated.
+ */
+export async function openSchedulerApp(
+  config: TelesyncConfig,
+  options: SchedulerAppOptions,
+): Promise<SchedulerApp> {
+  const accounts = selectAccounts(config, undefined);
+  const plan = planSchedule(config.schedule.crons);
+  if (plan.scheduled.length === 0) {
+    throw new ConfigError([
+      {
+        key: scheduleVariable(STREAM_NAMES[0]),
+        message: `every stream is "off" (${STREAM_NAMES.map(scheduleVariable).join(', ')}); give at least one a cron expression`,
+      },
+    ]);
+  }
+  const log = createAppLogger(config, options.logSink);
+  const warnConnection = createConnectionWarner(log);
+  const database = await openDatabase(config.database, {
+    command: 'telesync schedule',
+    // Each run in hand holds a connection for its lock and uses more for its batches; /healthz
+    // must not queue behind them, or a busy scheduler would read as a dead database.
+    maxConnections: Math.min(
+      MAX_SCHEDULER_CONNECTIONS,
+      Math.max(
+        10,
+        plan.scheduled.length * Math.min(accounts.length, config.accountConcurrency) * 2 + 2,
+      ),
+    ),
+    onIdleError: (error) => warnConnection('an idle database connection failed', error),
+  });
+  const { clients, close: closeClients } = createAccountClients(config.api, accounts, log);
+  const closeServices = async (): Promise<void> => {
+    await Promise.allSettled([closeClients(), database.close()]);
+  };
+
+  let pending: string[];
+  try {
+    pending = (await pendingMigrations(database)).map((migration) => migration.name);
+  } catch (error) {
+    await closeServices();
+    throw error;
+  }
+  if (pending.length > 0) {
+    await closeServices();
+    throw new SchemaNotMigratedError(database.schema, database.location, pending);
+  }
+
+  // Trunk-call runs (the ones that load in lanes) at once: one per account.
+  const deps = createSyncDependencies(
+    config,
+    database,
+    log,
+    Math.min(accounts.length, config.accountConcurrency),
+  );
+  const clientOf = new Map(clients.map((client) => [client.authId, client]));
+  const accountIds = accounts.map((account) => account.authId);
+  const streams = plan.scheduled.map((entry) => entry.stream);
+  const served = createServedRoutes({
+    config,
+    accounts,
+    database,
+    log,
+    streams,
+    processMetrics: options.processMetrics,
+  });
+  const { metrics, streamCallbacks } = served;
+  const scheduler = createScheduler({
+    streams: plan.scheduled,
+    timezone: config.schedule.timezone,
+    accountIds,
+    accountConcurrency: config.accountConcurrency,
+    runStream: (accountId, stream, signal) =>
+      runStream(deps, clientOf.get(accountId)!, {
+        stream,
+        command: 'schedule',
+        // A run of this stream elsewhere (another scheduler, a manual sync): skip, do not queue.
+        lockWaitMs: 0,
+        signal,
+      }),
+    metrics,
+    log,
+    now: () => Date.now(),
+  });
+
+  let server: RunningHttpServer | undefined;
+  return {
+    log,
+    settings: config.schedule,
+    plan,
+    accountIds,
+    scheduler,
+    streamCallbacks,
+    async serveHttp() {
+      server = await served.serve();
+      return server;
+    },
+    async close() {
+      await server?.close();
+      await closeServices();
+    },
+  };
+}

@@ -1,0 +1,156 @@
+import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
+import type { Database } from '../db/connect.js';
+import { findWatermarks } from '../db/repositories/health-repository.js';
+import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
+import { ConfigError } from '../config/config-errors.js';
+import { createHealthzRoute } from '../http/healthz-route.js';
+import { startHttpServer, type RunningHttpServer } from '../http/http-server.js';
+import type { HttpSettings } from '../http/http-settings.js';
+import type { HttpRoute } from '../http/http-route.js';
+import { createMetricsRoute } from '../http/metrics-route.js';
+import { readStatusPage } from '../http/status-page-data.js';
+import { createStatusPageRoute } from '../http/status-page-route.js';
+import { createHealthCheck, HEALTH_DATABASE_TIMEOUT_MS } from '../scheduler/health-check.js';
+import { SchedulerMetrics } from '../scheduler/metrics.js';
+import { horizonUnread, readCoverage } from '../scheduler/read-coverage.js';
+import { describeError } from '../util/coerce-error.js';
+import type { Logger } from '../util/logger.js';
+import { withTimeout } from '../util/with-timeout.js';
+import { TELESYNC_VERSION } from '../version.js';
+import {
+  createStreamCallbackService,
+  type StreamCallbackService,
+} from './stream-callback-service.js';
+
+export interface ServedRoutesInput {
+  readonly config: TelesyncConfig;
+  readonly accounts: readonly AccountConfig[];
+  readonly database: Database;
+  readonly log: Logger;
+  /** The streams this process runs (their run metrics and health). */
+  readonly streams: readonly StreamName[];
+  /** Node's process metrics on /metrics too. */
+  readonly processMetrics: boolean;
+}
+
+/** What a long-running process (`schedule`, `worker`) serves, built once. */
+export interface ServedRoutes {
+  readonly metrics: SchedulerMetrics;
+  readonly streamCallbacks: StreamCallbackService;
+  /**
+   * Serves the status page, /healthz, /metrics and the callback route (when it is on) on
+   * TELESYNC_HTTP_HOST:PORT from now; undefined when the port is 0.
+   */
+  serve(): Promise<RunningHttpServer | undefined>;
+}
+
+/**
+ * The HTTP side shared by the scheduler and the worker: one set of metrics (watermark lag and the
+ * horizon gauge read from the database), the health check, the status page and the stream
+ * callbacks, so both processes answer the same routes the same way.
+ */
+export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
+  const { config, accounts, database, log, streams } = input;
+  const accountIds = accounts.map((account) => account.authId);
+  const { alarmDays } = config.horizonAlarm;
+  // The ledger only (no scan of trunk_calls): cheap enough for every scrape and probe.
+  const readHorizonUnread = async () =>
+    horizonUnread(
+      await readCoverage(database.db, accountIds, Date.now(), { storedRows: false }),
+      alarmDays,
+    );
+  const metrics = new SchedulerMetrics({
+    now: () => Date.now(),
+    processMetrics: input.processMetrics,
+    readWatermarks: () =>
+      withTimeout(
+        findWatermarks(database.db, accountIds),
+        HEALTH_DATABASE_TIMEOUT_MS,
+        'the query of the watermarks',
+      ),
+    readHorizonUnread: () =>
+      withTimeout(
+        readHorizonUnread(),
+        HEALTH_DATABASE_TIMEOUT_MS,
+        'the query of the window ledger',
+      ),
+    onCollectError: (error) =>
+      log.warn({ err: error }, `/metrics: a gauge was not read: ${describeError(error)}`),
+  });
+  metrics.initialize(streams, accountIds);
+  const streamCallbacks = createStreamCallbackService({
+    config,
+    accounts,
+    database,
+    log,
+    metrics,
+    serving: config.schedule.httpPort !== 0,
+  });
+  return {
+    metrics,
+    streamCallbacks,
+    serve: () =>
+      listen(
+        { host: config.schedule.httpHost, port: config.schedule.httpPort },
+        routes(Date.now()),
+        log,
+      ),
+  };
+
+  function routes(startedAtMs: number): HttpRoute[] {
+    return [
+      createHealthzRoute(
+        createHealthCheck({
+          database,
+          accountIds,
+          streams,
+          maxAgeMinutes: config.schedule.healthMaxAgeMinutes,
+          startedAtMs,
+          now: () => Date.now(),
+          horizon: { alarmDays, read: readHorizonUnread },
+        }),
+      ),
+      createMetricsRoute(() => metrics.render()),
+      createStatusPageRoute(() =>
+        readStatusPage(
+          {
+            db: database.db,
+            accountIds,
+            schedule: STREAM_NAMES.map((stream) => ({
+              stream,
+              cron: config.schedule.crons[stream].trim(),
+            })),
+            horizonAlarmDays: alarmDays,
+            version: TELESYNC_VERSION,
+          },
+          Date.now(),
+        ),
+      ),
+      ...(streamCallbacks.on ? streamCallbacks.routes : []),
+    ];
+  }
+}
+
+/** The HTTP server, or undefined when the port is 0; a port in use is a configuration problem. */
+export async function listen(
+  settings: HttpSettings,
+  routes: readonly HttpRoute[],
+  log: Logger,
+): Promise<RunningHttpServer | undefined> {
+  const { host, port } = settings;
+  if (port === 0) return undefined;
+  try {
+    return await startHttpServer({ host, port, routes, log });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const portProblem = code === 'EADDRINUSE' || code === 'EACCES';
+    throw new ConfigError([
+      {
+        key: portProblem ? 'TELESYNC_HTTP_PORT' : 'TELESYNC_HTTP_HOST',
+        message:
+          `cannot listen on ${host}:${port} for /healthz, /metrics and callbacks (${code ?? describeError(error)}); ` +
+          `choose ${portProblem ? 'a free port' : 'an address of this host'}, or set TELESYNC_HTTP_PORT=0 to serve none`,
+      },
+    ]);
+  }
+}

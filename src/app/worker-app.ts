@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { ConfigError } from '../config/config-errors.js';
+import {
+  createWorkersTable,
+  deleteWorker,
+  upsertWorkerHeartbeat,
+} from '../db/repositories/job-queue-repository.js';
+import type { TelesyncConfig } from '../config/config-types.js';
+import { openDatabase } from '../db/connect.js';
+import { pendingMigrations } from '../db/migrate.js';
+import { STREAM_NAMES } from '../domain/streams.js';
+import type { RunningHttpServer } from '../http/http-server.js';
+import { handleAccountJob } from '../jobs/job-handlers.js';
+import type { JobQueue } from '../jobs/job-queue.js';
+import { jobSchemaName } from '../jobs/job-settings.js';
+import { openPgBossQueue } from '../jobs/pg-boss-queue.js';
+import { runWorkerLoop } from '../jobs/worker-loop.js';
+import { planSchedule } from '../scheduler/schedule-plan.js';
+import { describeError } from '../util/coerce-error.js';
+import type { Logger } from '../util/logger.js';
+import {
+  createAccountClients,
+  createAppLogger,
+  createConnectionWarner,
+  createSyncDependencies,
+  selectAccounts,
+  type LogSink,
+} from './app-services.js';
+import { databasePoolSize } from './command-app.js';
+import { createServedRoutes } from './served-routes.js';
+import { SchemaNotMigratedError } from './scheduler-app.js';
+
+/** How often a worker records that it is alive (status lists those seen in the last 3). */
+export const WORKER_HEARTBEAT_MS = 10_000;
+
+/**
+ * The composition root of `telesync worker`: the database, a client per account, the job queue
+ * (pg-boss, in the same PostgreSQL), the schedule kept in the queue, the loop that takes jobs, and
+^ * the same HTTP routes as schedule (status page, /healthz, /metrics, stream callbacks). Every worker serves every configured account; pg-boss gives each account
+ * to one worker at a time.
+ */
+export interface WorkerApp {
+  readonly log: Logger;
+  readonly accountIds: readonly string[];
+  readonly concurrency: number;
+  /** Starts the HTTP server with the same routes as `schedule` (undefined when TELESYNC_HTTP_PORT is 0). */
+  serveHttp(): Promise<RunningHttpServer | undefined>;
+  /** Takes jobs until `signal` aborts, then lets the jobs in hand finish their batch. */
+  run(signal: AbortSignal): Promise<void>;
+  /** Closes the queue, the HTTP server, the clients and the database. Never rejects. */
+  close(): Promise<void>;
+}
+
+export interface WorkerAppOptions {
+  readonly logSink: LogSink;
+  /** Accounts in hand at once (--concurrency); default TELESYNC_ACCOUNT_CONCURRENCY. */
+  readonly concurrency?: number;
+}
+
+/**
+ * Builds the worker. A ConfigError naming DATABASE_URL when the database is the embedded one
+ * (workers on several machines share PostgreSQL); SchemaNotMigratedError when not migrated.
+ */
+export async function openWorkerApp(
+  config: TelesyncConfig,
+  options: WorkerAppOptions,
+): Promise<WorkerApp> {
+  const connectionString = config.database.url;
+  if (connectionString === undefined) {
+    throw new ConfigError([
+      {
+        key: 'DATABASE_URL',
+        message:
+          'telesync worker needs PostgreSQL: workers share their jobs through it. Set DATABASE_URL ' +
+          '(postgres://user:password@host:5432/dbname), run `telesync migrate`, then start workers; ' +
+          'on the embedded database, run `telesync schedule` instead',
+      },
+    ]);
+  }
+  const accounts = selectAccounts(config, undefined);
+  const accountIds = accounts.map((account) => account.authId);
+  const concurrency = options.concurrency ?? config.accountConcurrency;
+  const plan = planSchedule(config.schedule.crons);
+  const log = createAppLogger(config, options.logSink).child({ component: 'worker' });
+  const warnConnection = createConnectionWarner(log);
+  const database = await openDatabase(config.database, {
+    command: 'telesync worker',
+    maxConnections: databasePoolSize(concurrency),
+    onIdleError: (error) => warnConnection('an idle database connection failed', error),
+  });
+  const { clients, close: closeClients } = createAccountClients(config.api, accounts, log);
+  let queue: JobQueue | undefined;
+  const closeServices = async (): Promise<void> => {
+    await Promise.allSettled([queue?.stop(), closeClients()]);
+    await database.close().catch(() => undefined);
+  };
+
+  try {
+    const pending = (await pendingMigrations(database)).map((migration) => migration.name);
+    if (pending.length > 0)
+      throw new SchemaNotMigratedError(database.schema, database.location, pending);
+    queue = await openPgBossQueue({
+      connectionString,
+      schema: jobSchemaName(config.database.schema),
+      database,
+      leaseSeconds: config.jobs.leaseSeconds,
+      retryLimit: config.jobs.retryLimit,
+      retryDelaySeconds: config.jobs.retryDelaySeconds,
+      maxConnections: 4,
+      supervise: true,
+      onError: (error) => warnConnection('job queue (it reconnects by itself)', error),
+    });
+    await queue.keepSchedules(plan.scheduled, config.schedule.timezone, accountIds);
+  } catch (error) {
+    await closeServices();
+    throw error;
+  }
+  const jobs = queue;
+  const jobSchema = jobSchemaName(config.database.schema);
+  const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  let inHand = 0;
+  const heartbeat = (): Promise<void> =>
+    upsertWorkerHeartbeat(database.root, jobSchema, {
+      worker_id: workerId,
+      host: hostname(),
+      pid: process.pid,
+      concurrency,
+      in_hand: inHand,
+    }).catch((error: unknown) =>
+      log.warn({ err: error }, `worker heartbeat not recorded: ${describeError(error)}`),
+    );
+  await createWorkersTable(database.root, jobSchema).catch(() => undefined);
+  await heartbeat();
+  const heartbeatTimer = setInterval(() => void heartbeat(), WORKER_HEARTBEAT_MS);
+  heartbeatTimer.unref();
+
+  const deps = createSyncDependencies(config, database, log, concurrency);
+  const clientOf = new Map(clients.map((client) => [client.authId, client]));
+  const streams = STREAM_NAMES.filter((stream) =>
+    plan.scheduled.some((entry) => entry.stream === stream),
+  );
+  const served = createServedRoutes({
+    config,
+    accounts,
+    database,
+    log,
+    streams,
+    processMetrics: true,
+  });
+  const { metrics } = served;
+
+  let server: RunningHttpServer | undefined;
+  return {
+    log,
+    accountIds,
+    concurrency,
+    async serveHttp() {
+      server = await served.serve();
+      return server;
+    },
+    run: (signal) =>
+      runWorkerLoop({
+        queue: jobs,
+        accountIds,
+        concurrency,
+        pollMs: config.jobs.pollMs,
+        signal,
+        log,
+        handle: async (taken) => {
+          const client = clientOf.get(taken.job.accountId);
+          if (client === undefined) {
+            await jobs.fail(
+              taken,
+              `account ${taken.job.accountId} is not configured on this worker`,
+            );
+            return;
+          }
+          const stream = taken.job.kind === 'sync' ? taken.job.stream : 'trunk_calls';
+          metrics.runStarted(stream);
+          inHand++;
+          try {
+            const { outcome, result } = await handleAccountJob(deps, client, jobs, taken, {
+              signal,
+              leaseSeconds: config.jobs.leaseSeconds,
+              now: () => Date.now(),
+            });
+            metrics.recordRun(result, Date.now());
+            const fields = {
+              job: taken.id,
+              account: result.accountId,
+              stream,
+              outcome,
+              fetched: result.stats.recordsFetched,
+              requests: result.requests.requests,
+              durationMs: result.durationMs,
+            };
+            if (outcome === 'failed')
+              log.warn(
+                { ...fields, error: result.error },
+                `job failed; retried with backoff: ${result.error ?? ''}`,
+              );
+            else log.info(fields, `job ${outcome}`);
+          } finally {
+            inHand--;
+            metrics.runEnded(stream);
+          }
+        },
+      }),
+    async close() {
+      clearInterval(heartbeatTimer);
+      await deleteWorker(database.root, jobSchema, workerId).catch(() => undefined);
+      await server?.close().catch(() => undefined);
+      await closeServices();
+    },
+  };
+}

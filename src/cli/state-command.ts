@@ -1,0 +1,237 @@
+import type { Command } from 'commander';
+import type { CommandApp } from '../app/command-app.js';
+import type { Database } from '../db/connect.js';
+import { findKnownAccounts } from '../db/repositories/status-repository.js';
+import { STREAM_NAMES, isStreamName, type StreamName } from '../domain/streams.js';
+import {
+  findStreamState,
+  resetStreamState,
+  STREAM_STATE_KIND,
+  StateResetBusyError,
+  type StateResetOutcome,
+  type StreamState,
+} from '../sync/stream-state.js';
+import { fixIsoText, formatIsoMicros } from '../util/micros.js';
+import type { CommandContext } from './command-context.js';
+import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
+import { INSTANT_FORMS, parseUserInstant } from './user-input.js';
+import { writeNotice } from './notice.js';
+
+const number = new Intl.NumberFormat('en-US');
+
+export function registerStateCommand(program: Command, context: CommandContext): void {
+  const state = program
+    .command('state')
+    .description("inspect or reset a stream's sync state (watermark, window ledger, lookup queue)")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ telesync state show\n  $ telesync state show trunk_calls --json\n' +
+        '  $ telesync state reset trunk_calls --from 2026-10-01',
+    );
+  state
+    .command('show')
+    .description('show, per account and stream, where the next run starts reading')
+    .argument('[stream]', `one stream (default: all): ${STREAM_NAMES.join(', ')}`)
+    .option('--account <auth_id>', 'only this account')
+    .option('--json', 'print JSON for scripts')
+    .addHelpText(
+      'after',
+      '\nShows the watermark, the window ledger (complete / incomplete / failed / planned, oldest and\n' +
+        'newest, last read), the cursor (an unfinished backfill) and the lookup queues. Needs no credentials.\n\n' +
+        'Examples:\n  $ telesync state show\n  $ telesync state show trunk_calls --json',
+    )
+    .action(async (stream: string | undefined, options: { account?: string; json?: boolean }) => {
+      context.setExit(await runStateShow(context, parseOneStream(stream), options));
+    });
+  state
+    .command('reset')
+    .description('make the next run read a stream again from a point; data rows are kept')
+    .argument('<stream>', STREAM_NAMES.join(', '))
+    .option('--account <auth_id>', 'only this account (default: every account)')
+    .option('--from <time>', `re-read from here (${INSTANT_FORMS}); default: everything`)
+    .option('--yes', 'do not ask for confirmation (needed when not on a terminal)')
+    .addHelpText(
+      'after',
+      '\ntrunk_calls: the watermark is set back to --from (cleared without it) and the ledger windows from\n' +
+        'there on are marked to be read again. endpoints, caller_ids: the watermark is cleared (the next\n' +
+        'snapshot is read in full anyway). messages, powerpacks, call_streams: the queue entries (requested\n' +
+        'since --from) are put back to pending. Recorded in sync_runs as command "state reset".\n\n' +
+        'Examples:\n  $ telesync state reset trunk_calls --from 2026-10-01\n' +
+        '  $ telesync state reset messages --account MA_123 --yes',
+    )
+    .action(async (stream: string, options: { account?: string; from?: string; yes?: boolean }) => {
+      const name = parseOneStream(stream);
+      if (name === undefined) throw new UsageError('name the stream to reset');
+      context.setExit(await runStateReset(context, name, options));
+    });
+}
+
+function parseOneStream(name: string | undefined): StreamName | undefined {
+  if (name === undefined) return undefined;
+  if (!isStreamName(name)) {
+    throw new UsageError(`unknown stream "${name}"; the streams are: ${STREAM_NAMES.join(', ')}`);
+  }
+  return name;
+}
+
+/** The accounts to show or reset: the one named, or every configured or known one. */
+async function stateAccounts(
+  app: CommandApp,
+  database: Database,
+  only: string | undefined,
+): Promise<string[]> {
+  if (only !== undefined) return [only];
+  return [
+    ...new Set([
+      ...app.config.accounts.map((account) => account.authId),
+      ...(await findKnownAccounts(database.db)),
+    ]),
+  ].sort();
+}
+
+async function runStateShow(
+  context: CommandContext,
+  stream: StreamName | undefined,
+  options: { account?: string; json?: boolean },
+): Promise<ExitCode> {
+  const app = context.app('state show');
+  return app.withDatabase(async (database) => {
+    const accounts = await stateAccounts(app, database, options.account);
+    const streams = stream === undefined ? STREAM_NAMES : [stream];
+    const states: StreamState[] = [];
+    for (const accountId of accounts) {
+      for (const name of streams) states.push(await findStreamState(database, accountId, name));
+    }
+    if (options.json === true) {
+      context.io.out(JSON.stringify({ streams: states.map(stateJson) }));
+      return EXIT.OK;
+    }
+    if (accounts.length === 0) {
+      context.io.out('No account has been synced yet, and none is configured (TELESYNC_AUTH_ID).');
+      return EXIT.OK;
+    }
+    for (const accountId of accounts) {
+      context.io.out(`account ${accountId}`);
+      for (const state of states.filter((candidate) => candidate.accountId === accountId))
+        context.io.out(formatState(state));
+    }
+    return EXIT.OK;
+  });
+}
+
+/** The JSON of one stream's state: snake_case, timestamps with six fraction digits. */
+export function stateJson(state: StreamState): Record<string, unknown> {
+  return {
+    account: state.accountId,
+    stream: state.stream,
+    watermark: fixIsoText(state.watermark),
+    cursor: state.cursor,
+    windows:
+      state.windows === null
+        ? null
+        : {
+            complete: state.windows.complete,
+            incomplete: state.windows.incomplete,
+            failed: state.windows.failed,
+            planned: state.windows.planned,
+            oldest: fixIsoText(state.windows.oldest),
+            newest: fixIsoText(state.windows.newest),
+            last_read_at: fixIsoText(state.windows.lastReadAt),
+          },
+    lookups: state.lookups,
+  };
+}
+
+/** A few lines per stream, for people. Pure: for tests. */
+export function formatState(state: StreamState): string {
+  const lines = [`  ${state.stream.padEnd(13)}watermark ${state.watermark ?? '— (none yet)'}`];
+  const indent = ' '.repeat(15);
+  const { windows, lookups } = state;
+  if (windows !== null) {
+    const total = windows.complete + windows.incomplete + windows.failed + windows.planned;
+    lines.push(
+      total === 0
+        ? `${indent}windows: none yet`
+        : `${indent}windows: ${number.format(windows.complete)} complete, ${number.format(windows.incomplete)} incomplete, ` +
+            `${number.format(windows.failed)} failed, ${number.format(windows.planned)} planned; ` +
+            `${windows.oldest ?? '?'} to ${windows.newest ?? '?'}; last read ${windows.lastReadAt ?? 'never'}`,
+    );
+  }
+  const backfill = state.cursor.backfill as
+    { startedAt?: string; from?: string; to?: string } | undefined;
+  if (backfill !== undefined) {
+    lines.push(
+      `${indent}cursor: unfinished backfill of ${backfill.from ?? '?'} to ${backfill.to ?? '?'} ` +
+        `(started ${backfill.startedAt ?? '?'}); the same backfill command resumes it`,
+    );
+  } else if (Object.keys(state.cursor).length > 0) {
+    lines.push(`${indent}cursor: ${JSON.stringify(state.cursor)}`);
+  }
+  if (lookups !== null) {
+    lines.push(
+      `${indent}queue: ${number.format(lookups.pending)} pending, ${number.format(lookups.fetched)} fetched, ` +
+        `${number.format(lookups.not_found)} not_found, ${number.format(lookups.failed)} failed`,
+    );
+  }
+  return lines.join('\n');
+}
+
+async function runStateReset(
+  context: CommandContext,
+  stream: StreamName,
+  options: { account?: string; from?: string; yes?: boolean },
+): Promise<ExitCode> {
+  const from = options.from === undefined ? undefined : parseUserInstant(options.from, '--from');
+  const kind = STREAM_STATE_KIND[stream].kind;
+  if (from !== undefined && kind === 'snapshot') {
+    throw new UsageError(
+      `${stream} is a full snapshot: it has no point to re-read from; drop --from (the next sync reads it all)`,
+    );
+  }
+  const app = context.app('state reset');
+  return app.withDatabase(async (database) => {
+    const accounts = await stateAccounts(app, database, options.account);
+    if (accounts.length === 0) {
+      writeNotice(
+        context.io,
+        'warn',
+        'No account has been synced yet, and none is configured: nothing to reset.',
+      );
+      return EXIT.OK;
+    }
+    const what =
+      `reset the state of ${stream} for ${accounts.join(', ')}` +
+      (from === undefined ? ' (everything is read again)' : ` from ${formatIsoMicros(from)} on`);
+    if (options.yes !== true) {
+      if (context.io.confirm === undefined) {
+        throw new UsageError(
+          `state reset would ${what}; not on a terminal, so it cannot ask: add --yes to confirm`,
+        );
+      }
+      if (!(await context.io.confirm(`This will ${what}. Data rows are kept. Go on?`))) {
+        writeNotice(context.io, 'info', 'nothing changed');
+        return EXIT.OK;
+      }
+    }
+    for (const accountId of accounts) {
+      try {
+        const outcome = await resetStreamState(database, { accountId, stream, from });
+        context.io.out(formatResetOutcome(outcome));
+      } catch (error) {
+        if (!(error instanceof StateResetBusyError)) throw error;
+        writeNotice(context.io, 'error', error.message);
+        return EXIT.FAILED;
+      }
+    }
+    return EXIT.OK;
+  });
+}
+
+function formatResetOutcome(outcome: StateResetOutcome): string {
+  const parts = [`watermark ${outcome.watermarkBefore ?? '—'} → ${outcome.watermarkAfter ?? '—'}`];
+  if (STREAM_STATE_KIND[outcome.stream].kind === 'windows')
+    parts.push(`${number.format(outcome.windowsReopened)} window(s) to read again`);
+  if (STREAM_STATE_KIND[outcome.stream].kind === 'queue')
+    parts.push(`${number.format(outcome.lookupsRequeued)} lookup(s) re-queued`);
+  return `${outcome.stream} ${outcome.accountId}  reset (run ${outcome.runId}): ${parts.join(', ')}; data rows kept`;
+}

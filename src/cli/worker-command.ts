@@ -1,0 +1,68 @@
+import type { Command } from 'commander';
+import { SchemaNotMigratedError } from '../app/scheduler-app.js';
+import { openWorkerApp } from '../app/worker-app.js';
+import type { CommandContext } from './command-context.js';
+import { EXIT, type ExitCode } from './exit-codes.js';
+import { onShutdownSignal } from './shutdown.js';
+import { parseWholeNumber } from './user-input.js';
+
+export function registerWorkerCommand(program: Command, context: CommandContext): void {
+  program
+    .command('worker')
+    .description(
+      'join the pool of workers: take sync and backfill jobs from the queue in PostgreSQL',
+    )
+    .option('--concurrency <n>', 'accounts in hand at once (default: TELESYNC_ACCOUNT_CONCURRENCY)')
+    .addHelpText(
+      'after',
+      '\nEvery worker serves every configured account, one worker at a time per account, and keeps the\n' +
+        'schedule (TELESYNC_SCHEDULE_*): scaling out is starting more workers against the same\n' +
+        'DATABASE_URL. SIGTERM drains: the runs in hand finish their batch and their jobs go back to\n' +
+        'the queue. Needs PostgreSQL (DATABASE_URL) and `telesync migrate`.\n\n' +
+        'Examples:\n  $ telesync worker\n  $ telesync worker --concurrency 8',
+    )
+    .action(async (options: { concurrency?: string }) => {
+      context.setExit(await runWorker(context, options));
+    });
+}
+
+async function runWorker(
+  context: CommandContext,
+  options: { concurrency?: string },
+): Promise<ExitCode> {
+  const { io } = context;
+  const concurrency =
+    options.concurrency === undefined
+      ? undefined
+      : parseWholeNumber(options.concurrency, '--concurrency', 1, 256);
+  let app;
+  try {
+    app = await openWorkerApp(context.config(), {
+      logSink: context.logSink,
+      ...(concurrency === undefined ? {} : { concurrency }),
+    });
+  } catch (error) {
+    if (!(error instanceof SchemaNotMigratedError)) throw error;
+    io.err(
+      `The schema "${error.schema}" at ${error.location} is not migrated ` +
+        `(${error.pending.length} pending: ${error.pending.join(', ')}). Run telesync migrate first.`,
+    );
+    return EXIT.USAGE;
+  }
+  const shutdown = onShutdownSignal(() =>
+    io.err('draining: the runs in hand finish their batch, no new job is taken (again to force)'),
+  );
+  try {
+    await app.serveHttp();
+    app.log.info(
+      { accounts: app.accountIds.length, concurrency: app.concurrency, pid: process.pid },
+      `worker started: ${app.accountIds.length} accounts, up to ${app.concurrency} at once`,
+    );
+    await app.run(shutdown.signal);
+    app.log.info('worker drained');
+    return EXIT.OK;
+  } finally {
+    shutdown.dispose();
+    await app.close();
+  }
+}

@@ -1,0 +1,313 @@
+import { IANAZone } from 'luxon';
+import { validate as isValidCron } from 'node-cron';
+import type { ApiSettings } from '../api/api-settings.js';
+import type { DatabaseSettings } from '../db/database-settings.js';
+import type { JobSettings } from '../jobs/job-settings.js';
+import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
+import type { StreamCallbackSettings } from '../http/http-settings.js';
+import { checkCronExpression } from '../scheduler/cron-expression.js';
+import { SCHEDULE_OFF } from '../scheduler/schedule-settings.js';
+import type { SyncSettings } from '../sync/sync-settings.js';
+import type { LogLevel } from '../util/logger.js';
+import { TIMER_MAX_MS } from '../util/sleep.js';
+import { CONFIG_DEFAULTS, scheduleVariable } from './config-defaults.js';
+import type { HorizonAlarmSettings, ScheduleConfig } from './config-types.js';
+import type { EnvReader } from './env-reader.js';
+
+/**
+ * One reader per component: each assembles the settings type its component declares, from the
+ * variables, with the rules and messages of each variable.
+ */
+
+/** The service keeps 90 days of calls and a range may span at most 30 (spec 4.6). */
+const MAX_SLICE_HOURS = 30 * 24;
+const MAX_HISTORY_DAYS = 90;
+/** A body past 1 GiB is never a page; the cap exists to keep memory bounded. */
+const MAX_BODY_BYTES_LIMIT = 1024 * 1024 * 1024;
+/** Each account in hand holds about three database connections; PostgreSQL's default allows 100. */
+const MAX_ACCOUNT_CONCURRENCY = 32;
+
+const LOG_LEVELS: readonly LogLevel[] = [
+  'trace',
+  'debug',
+  'info',
+  'warn',
+  'error',
+  'fatal',
+  'silent',
+];
+
+/** DATABASE_URL, TELESYNC_DATA_DIR, TELESYNC_SCHEMA. */
+export function readDatabaseSettings(reader: EnvReader): DatabaseSettings {
+  const url = reader.optionalString('DATABASE_URL');
+  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
+    reader.problem(
+      'DATABASE_URL',
+      'expected a PostgreSQL URL such as postgres://user:password@host:5432/dbname (leave it unset to use the embedded database)',
+    );
+  }
+  const schema = reader.string('TELESYNC_SCHEMA', CONFIG_DEFAULTS.schema);
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    reader.problem(
+      'TELESYNC_SCHEMA',
+      `"${schema}" is not a plain lower-case identifier (letters, digits, underscores; at most 63)`,
+    );
+  } else if (isSystemSchema(schema)) {
+    reader.problem(
+      'TELESYNC_SCHEMA',
+      `"${schema}" is a PostgreSQL system schema (information_schema, pg_*); choose a schema of your own such as ${CONFIG_DEFAULTS.schema}`,
+    );
+  }
+  return { url, dataDir: reader.string('TELESYNC_DATA_DIR', CONFIG_DEFAULTS.dataDir), schema };
+}
+
+/**
+ * Schemas PostgreSQL owns: information_schema, and every name starting pg_ (reserved for system
+ * schemas, pg_catalog and pg_toast among them).
+ */
+export function isSystemSchema(schema: string): boolean {
+  return schema === 'information_schema' || schema.startsWith('pg_');
+}
+
+/** TELESYNC_LOG_LEVEL. */
+export function readLogLevel(reader: EnvReader): LogLevel {
+  const logLevel = reader.string('TELESYNC_LOG_LEVEL', CONFIG_DEFAULTS.logLevel) as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    reader.problem('TELESYNC_LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return logLevel;
+}
+
+/** TELESYNC_BASE_URL, TELESYNC_MAX_RPS, TELESYNC_CONCURRENCY, TELESYNC_HTTP_TIMEOUT_MS, TELESYNC_MAX_RETRIES. */
+export function readApiSettings(reader: EnvReader): ApiSettings {
+  const D = CONFIG_DEFAULTS;
+  const baseUrl = reader.string('TELESYNC_BASE_URL', D.baseUrl).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]+/.test(baseUrl)) {
+    reader.problem(
+      'TELESYNC_BASE_URL',
+      `"${baseUrl}" is not an http(s) URL such as https://api.example.com`,
+    );
+  }
+  return {
+    baseUrl,
+    maxRps: reader.positiveNumber('TELESYNC_MAX_RPS', D.maxRps),
+    rateWindowSeconds: reader.integerIn('TELESYNC_RATE_WINDOW_SECONDS', D.rateWindowSeconds, 1, 60),
+    concurrency: reader.positiveInteger('TELESYNC_CONCURRENCY', D.concurrency),
+    // A timer cannot hold more; past it every request would time out at once.
+    timeoutMs: reader.integerIn('TELESYNC_HTTP_TIMEOUT_MS', D.timeoutMs, 1, TIMER_MAX_MS),
+    maxRetries: reader.nonNegativeInteger('TELESYNC_MAX_RETRIES', D.maxRetries),
+    retryAfterMaxSeconds: reader.integerIn(
+      'TELESYNC_RETRY_AFTER_MAX_SECONDS',
+      D.retryAfterMaxSeconds,
+      0,
+      Math.floor(TIMER_MAX_MS / 1000),
+    ),
+    maxBodyBytes: reader.integerIn(
+      'TELESYNC_MAX_BODY_BYTES',
+      D.maxBodyBytes,
+      1024,
+      MAX_BODY_BYTES_LIMIT,
+    ),
+  };
+}
+
+/**
+ * TELESYNC_ACCOUNT_CONCURRENCY: accounts worked on at once in one process. Each has its own
+ * transport and budget, so this bounds database connections and memory, not the service's rate.
+ */
+export function readAccountConcurrency(reader: EnvReader): number {
+  return reader.integerIn(
+    'TELESYNC_ACCOUNT_CONCURRENCY',
+    CONFIG_DEFAULTS.accountConcurrency,
+    1,
+    MAX_ACCOUNT_CONCURRENCY,
+  );
+}
+
+/** The TELESYNC_JOB_* variables of src/jobs/job-settings.ts (workers and `backfill --queue`). */
+export function readJobSettings(reader: EnvReader): JobSettings {
+  const D = CONFIG_DEFAULTS;
+  return {
+    // pg-boss's own lower bound is 1 s; under 10 s a batch could outlive its lease.
+    leaseSeconds: reader.integerIn('TELESYNC_JOB_LEASE_SECONDS', D.jobLeaseSeconds, 10, 3600),
+    retryLimit: reader.integerIn('TELESYNC_JOB_RETRY_LIMIT', D.jobRetryLimit, 0, 100),
+    retryDelaySeconds: reader.integerIn(
+      'TELESYNC_JOB_RETRY_DELAY_SECONDS',
+      D.jobRetryDelaySeconds,
+      1,
+      3600,
+    ),
+    pollMs: reader.integerIn('TELESYNC_JOB_POLL_MS', D.jobPollMs, 100, 60_000),
+  };
+}
+
+/** The TELESYNC_* variables of src/sync/sync-settings.ts. */
+export function readSyncSettings(reader: EnvReader): SyncSettings {
+  const D = CONFIG_DEFAULTS;
+  return {
+    sliceHours: reader.integerIn('TELESYNC_SLICE_HOURS', D.sliceHours, 1, MAX_SLICE_HOURS),
+    initialDays: reader.integerIn('TELESYNC_INITIAL_DAYS', D.initialDays, 1, MAX_HISTORY_DAYS),
+    lookbackHours: reader.integerIn(
+      'TELESYNC_LOOKBACK_HOURS',
+      D.lookbackHours,
+      0,
+      MAX_HISTORY_DAYS * 24,
+    ),
+    settleLagMinutes: reader.integerIn(
+      'TELESYNC_SETTLE_LAG_MINUTES',
+      D.settleLagMinutes,
+      0,
+      24 * 60,
+    ),
+    deepRecheckDays: reader.integerIn(
+      'TELESYNC_DEEP_RECHECK_DAYS',
+      D.deepRecheckDays,
+      0,
+      MAX_HISTORY_DAYS,
+    ),
+    batchSize: reader.integerIn('TELESYNC_BATCH_SIZE', D.batchSize, 1, 20_000),
+    snapshotDeleteGuard: reader.number(
+      'TELESYNC_SNAPSHOT_DELETE_GUARD',
+      D.snapshotDeleteGuard,
+      (n) => n >= 0 && n <= 1,
+      'a share between 0 and 1',
+    ),
+    lookupMaxAttempts: reader.integerIn(
+      'TELESYNC_LOOKUP_MAX_ATTEMPTS',
+      D.lookupMaxAttempts,
+      1,
+      100,
+    ),
+    powerpackRefreshHours: reader.integerIn(
+      'TELESYNC_POWERPACK_REFRESH_HOURS',
+      D.powerpackRefreshHours,
+      0,
+      24 * 365,
+    ),
+    maxPagesPerWindow: reader.integerIn(
+      'TELESYNC_MAX_PAGES_PER_WINDOW',
+      D.maxPagesPerWindow,
+      1,
+      10_000_000,
+    ),
+  };
+}
+
+/**
+ * The scheduler's settings (TELESYNC_SCHEDULE_*, TELESYNC_SHUTDOWN_TIMEOUT_SECONDS,
+ * TELESYNC_HEALTH_MAX_AGE_MINUTES) and its HTTP server's (TELESYNC_HTTP_HOST, TELESYNC_HTTP_PORT).
+ */
+export function readScheduleConfig(reader: EnvReader): ScheduleConfig {
+  const D = CONFIG_DEFAULTS;
+  const timezone = reader.string('TELESYNC_SCHEDULE_TIMEZONE', D.scheduleTimezone);
+  if (!IANAZone.isValidZone(timezone)) {
+    reader.problem(
+      'TELESYNC_SCHEDULE_TIMEZONE',
+      `"${timezone}" is not a time zone; use an IANA name such as UTC or Europe/Paris`,
+    );
+  }
+  // Only for tests that need ticks seconds apart; the documented form has five fields.
+  const seconds = reader.string('TELESYNC_SCHEDULE_SECONDS', 'off');
+  if (seconds !== 'on' && seconds !== 'off')
+    reader.problem('TELESYNC_SCHEDULE_SECONDS', `"${seconds}" must be "on" or "off"`);
+  const crons = {} as Record<StreamName, string>;
+  for (const stream of STREAM_NAMES) {
+    const variable = scheduleVariable(stream);
+    const cron = reader.string(variable, D.crons[stream]);
+    const problem =
+      cron === SCHEDULE_OFF
+        ? undefined
+        : checkCronExpression(cron, { allowSeconds: seconds === 'on' });
+    if (problem !== undefined) {
+      reader.problem(
+        variable,
+        `"${cron}" is not a cron expression such as "${D.crons[stream]}" (minute hour day month weekday), or "off": ${problem}`,
+      );
+    } else if (cron !== SCHEDULE_OFF && !isValidCron(cron)) {
+      reader.problem(
+        variable,
+        `"${cron}" is not a cron expression such as "${D.crons[stream]}" (minute hour day month weekday), or "off"`,
+      );
+    }
+    crons[stream] = cron;
+  }
+  return {
+    timezone,
+    crons,
+    httpHost: reader.string('TELESYNC_HTTP_HOST', D.httpHost),
+    httpPort: reader.integerIn('TELESYNC_HTTP_PORT', D.httpPort, 0, 65_535),
+    shutdownTimeoutSeconds: reader.integerIn(
+      'TELESYNC_SHUTDOWN_TIMEOUT_SECONDS',
+      D.shutdownTimeoutSeconds,
+      1,
+      3600,
+    ),
+    healthMaxAgeMinutes: reader.integerIn(
+      'TELESYNC_HEALTH_MAX_AGE_MINUTES',
+      D.healthMaxAgeMinutes,
+      1,
+      7 * 24 * 60,
+    ),
+  };
+}
+
+/** Paths the HTTP server answers already: a callback route there would hide them. */
+const RESERVED_PATHS = ['/', '/healthz', '/metrics'];
+
+/**
+ * Where the service reaches telesync for stream callbacks: TELESYNC_PUBLIC_URL (an absolute http(s)
+ * URL, kept as written but for trailing slashes, since the service signs the very text it calls)
+ * and TELESYNC_STREAM_CALLBACK_PATH.
+ */
+export function readStreamCallbackSettings(reader: EnvReader): StreamCallbackSettings {
+  const raw = reader.optionalString('TELESYNC_PUBLIC_URL');
+  let publicUrl: string | undefined;
+  if (raw !== undefined) {
+    const trimmed = raw.replace(/\/+$/, '');
+    if (isPublicUrl(trimmed)) {
+      publicUrl = trimmed;
+    } else {
+      reader.problem(
+        'TELESYNC_PUBLIC_URL',
+        `"${withoutUserInfo(raw)}" is not an absolute http(s) URL; give the address the service reaches telesync's HTTP server at, ` +
+          'such as https://telesync.example.com (no user, query or fragment), or leave it unset to receive no stream callbacks',
+      );
+    }
+  }
+  const path = reader.string('TELESYNC_STREAM_CALLBACK_PATH', CONFIG_DEFAULTS.streamCallbackPath);
+  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(path) || RESERVED_PATHS.includes(path)) {
+    reader.problem(
+      'TELESYNC_STREAM_CALLBACK_PATH',
+      `"${path}" is not a free path such as ${CONFIG_DEFAULTS.streamCallbackPath} (segments of letters, digits, ".", "_", "~", "-"; not ${RESERVED_PATHS.join(', ')})`,
+    );
+  }
+  return { publicUrl, path };
+}
+
+/** The text with any `user:password@` hidden: a value that is refused is still echoed back. */
+function withoutUserInfo(text: string): string {
+  return text.replace(/^([^:/?#]*:\/\/)[^/?#]*@/, '$1…@');
+}
+
+function isPublicUrl(text: string): boolean {
+  // scheme, an authority without user info, then an optional path: nothing the signature would drop.
+  if (!/^https?:\/\/[^/?#@\s]+(\/[^?#\s]*)?$/i.test(text)) return false;
+  try {
+    return new URL(text).hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** The horizon alarm's setting (TELESYNC_HORIZON_ALARM_DAYS; config file: schedule.horizon_alarm_days). */
+export function readHorizonAlarmSettings(reader: EnvReader): HorizonAlarmSettings {
+  return {
+    // Up to 89: a wider alarm would span the whole horizon and say nothing more.
+    alarmDays: reader.integerIn(
+      'TELESYNC_HORIZON_ALARM_DAYS',
+      CONFIG_DEFAULTS.horizonAlarmDays,
+      0,
+      89,
+    ),
+  };
+}

@@ -1,0 +1,169 @@
+import { formatIsoMicros, MICROS_PER_DAY, type EpochMicros } from '../util/micros.js';
+import type { LedgerStatus } from './ledger-entry.js';
+
+/**
+ * The trunk-call ledger (sync_windows) seen one UTC day at a time: what the status page's coverage
+ * strip shows and what the horizon alarm counts, derived here only so the two agree.
+ */
+
+/** How many UTC days the coverage strip shows: the days the service still serves. */
+export const COVERAGE_DAYS = 90;
+
+/** One ledger row, as far as coverage is concerned. */
+export interface CoverageWindow {
+  readonly status: LedgerStatus;
+  /** What the row covers, `[start, end)`: the slot, or less where the horizon or now cut it. */
+  readonly start: EpochMicros;
+  readonly end: EpochMicros;
+  /** The service's count for `[start, end)` when it was last read or verified. */
+  readonly totalCount: number | null;
+}
+
+/** Everything the day-by-day view of one account is computed from. */
+export interface CoverageInput {
+  /** Ledger rows that overlap the strip's days. */
+  readonly windows: readonly CoverageWindow[];
+  /** trunk_calls rows stored per UTC day of end_time, by `YYYY-MM-DD`. */
+  readonly storedRowsByDay: ReadonlyMap<string, number>;
+  /**
+   * Start of the account's oldest ledger row (whatever its age), or null when the stream never
+   * planned a window. Days before it were never asked for (TELESYNC_INITIAL_DAYS, or no backfill
+   * that far back): they are unread, but not the pipeline's to lose.
+   */
+  readonly trackedFrom: EpochMicros | null;
+  /** Now, epoch microseconds. */
+  readonly now: EpochMicros;
+  /** The oldest instant the service still serves (the sync's horizon start, margin included). */
+  readonly horizonStart: EpochMicros;
+}
+
+/**
+ * - `complete`: every readable instant of the day is in a complete window;
+ * - `incomplete`: a window of the day is planned, running or failed, or parts of it were read
+ *   and parts not;
+ * - `unread`: no window of the day was read yet;
+ * - `beyond`: the whole day is older than the horizon: the service no longer serves it.
+ */
+export type CoverageState = 'complete' | 'incomplete' | 'unread' | 'beyond';
+
+/** One UTC day of the strip. */
+export interface CoverageDay {
+  /** `YYYY-MM-DD`, UTC. */
+  readonly day: string;
+  readonly start: EpochMicros;
+  readonly end: EpochMicros;
+  readonly state: CoverageState;
+  /** A window of the day failed (its last attempt ended in an error). */
+  readonly failed: boolean;
+  /**
+   * The service's count of the day (the sum of its complete windows' counts); null when no
+   * complete window fell wholly inside the day (wider slices count several days at once).
+   */
+  readonly serviceCount: number | null;
+  /** trunk_calls rows stored with an end_time in the day. */
+  readonly storedRows: number;
+  /** Complete, but fewer rows stored than the service counted: rows went missing since. */
+  readonly missingRows: boolean;
+  /** On or after the account's oldest ledger row: the pipeline was asked to read this day. */
+  readonly tracked: boolean;
+}
+
+/** `YYYY-MM-DD` of the UTC day holding `at`. */
+export function utcDay(at: EpochMicros): string {
+  return formatIsoMicros(dayStart(at)).slice(0, 10);
+}
+
+function dayStart(at: EpochMicros): EpochMicros {
+  return Math.floor(at / MICROS_PER_DAY) * MICROS_PER_DAY;
+}
+
+/**
+ * The first instant of the strip and the end of it: the {@link COVERAGE_DAYS} UTC days before
+ * the day of `now` (today is still being written, and is the watermark's business).
+ */
+export function coverageSpan(now: EpochMicros): { start: EpochMicros; end: EpochMicros } {
+  const end = dayStart(now);
+  return { start: end - COVERAGE_DAYS * MICROS_PER_DAY, end };
+}
+
+/**
+ * The coverage strip of one account: {@link COVERAGE_DAYS} cells, oldest first, each UTC day
+ * classified from the ledger rows that overlap it, with the service's count and the rows stored.
+ */
+export function planCoverageDays(input: CoverageInput): CoverageDay[] {
+  const span = coverageSpan(input.now);
+  const days: CoverageDay[] = [];
+  for (let start = span.start; start < span.end; start += MICROS_PER_DAY) {
+    const end = start + MICROS_PER_DAY;
+    days.push(classifyDay(input, start, end));
+  }
+  return days;
+}
+
+function classifyDay(input: CoverageInput, start: EpochMicros, end: EpochMicros): CoverageDay {
+  const day = utcDay(start);
+  const storedRows = input.storedRowsByDay.get(day) ?? 0;
+  const tracked = input.trackedFrom !== null && end > input.trackedFrom;
+  // What can still be read of the day: nothing before the horizon, nothing after now.
+  const readableStart = Math.max(start, input.horizonStart);
+  const readableEnd = Math.min(end, input.now);
+  const base = { day, start, end, storedRows, tracked };
+  if (readableEnd <= readableStart)
+    return {
+      ...base,
+      state: 'beyond',
+      failed: false,
+      serviceCount: null,
+      missingRows: false,
+    };
+
+  const overlapping = input.windows.filter((window) => window.start < end && window.end > start);
+  const failed = overlapping.some((window) => window.status === 'failed');
+  const pending = overlapping.some((window) => window.status !== 'complete');
+  const complete = overlapping.filter((window) => window.status === 'complete');
+  let covered = 0;
+  for (const window of complete)
+    covered += Math.max(
+      0,
+      Math.min(window.end, readableEnd) - Math.max(window.start, readableStart),
+    );
+  const inside = complete.filter((window) => window.start >= start && window.end <= end);
+  const serviceCount =
+    complete.length > 0 && inside.length === complete.length
+      ? inside.reduce((sum, window) => sum + (window.totalCount ?? 0), 0)
+      : null;
+
+  let state: CoverageState;
+  if (pending) state = 'incomplete';
+  else if (covered >= readableEnd - readableStart) state = 'complete';
+  else state = covered > 0 ? 'incomplete' : 'unread';
+  return {
+    ...base,
+    state,
+    failed,
+    serviceCount,
+    missingRows: state === 'complete' && serviceCount !== null && storedRows < serviceCount,
+  };
+}
+
+/**
+ * The days about to leave the horizon unread: within `alarmDays` days of the horizon (the day
+ * holding it included), still partly readable, and either `incomplete`, or `unread` although the
+ * pipeline was asked to read them (`tracked`). Days never asked for are left out: an account set
+ * up with a week of history would otherwise be in alarm for ever. `alarmDays` 0 turns the alarm
+ * off (an empty list).
+ */
+export function unreadNearHorizon(
+  days: readonly CoverageDay[],
+  horizonStart: EpochMicros,
+  alarmDays: number,
+): CoverageDay[] {
+  if (alarmDays <= 0) return [];
+  const limit = horizonStart + alarmDays * MICROS_PER_DAY;
+  return days.filter(
+    (day) =>
+      day.end > horizonStart &&
+      day.start < limit &&
+      (day.state === 'incomplete' || (day.state === 'unread' && day.tracked)),
+  );
+}

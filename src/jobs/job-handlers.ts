@@ -1,0 +1,70 @@
+import type { TelephonyClient } from '../api/telephony-client.js';
+import { runStream, type SyncDependencies, type SyncResult } from '../sync/run-stream.js';
+import { toEpochMicros } from '../util/micros.js';
+import type { AccountJob, JobQueue, TakenJob } from './job-queue.js';
+
+/** How a job ended, for the worker's log and counters. */
+export type JobOutcome = 'completed' | 'failed' | 'requeued';
+
+/** The part of the lease left unused, so the batch in hand commits before another worker may start. */
+export function leaseMarginMs(leaseSeconds: number): number {
+  return Math.max(5_000, leaseSeconds * 250);
+}
+
+/**
+ * Runs one job and settles it in the queue: done → complete; failed or skipped (the account's
+ * stream is held elsewhere) → fail, retried with backoff; stopped (this worker is draining, or the
+ * lease is about to end) → enqueued again and completed, so another worker continues from the
+ * last committed batch at once rather than after the lease.
+ */
+export async function handleAccountJob(
+  deps: SyncDependencies,
+  client: TelephonyClient,
+  queue: JobQueue,
+  taken: TakenJob,
+  options: {
+    readonly signal: AbortSignal;
+    readonly leaseSeconds: number;
+    readonly now: () => number;
+  },
+): Promise<{ outcome: JobOutcome; result: SyncResult }> {
+  const leaseStop = AbortSignal.timeout(
+    Math.max(1_000, taken.leaseEndsAtMs - options.now() - leaseMarginMs(options.leaseSeconds)),
+  );
+  const signal = AbortSignal.any([options.signal, leaseStop]);
+  const result = await runJob(deps, client, taken.job, signal);
+  if (result.status === 'succeeded') {
+    await queue.complete(taken);
+    return { outcome: 'completed', result };
+  }
+  if (result.status === 'stopped') {
+    await queue.enqueue([taken.job]);
+    await queue.complete(taken);
+    return { outcome: 'requeued', result };
+  }
+  await queue.fail(taken, result.error ?? result.status);
+  return { outcome: 'failed', result };
+}
+
+function runJob(
+  deps: SyncDependencies,
+  client: TelephonyClient,
+  job: AccountJob,
+  signal: AbortSignal,
+): Promise<SyncResult> {
+  if (job.kind === 'sync') {
+    return runStream(deps, client, {
+      stream: job.stream,
+      command: 'worker',
+      lockWaitMs: 0,
+      signal,
+    });
+  }
+  return runStream(deps, client, {
+    stream: 'trunk_calls',
+    command: 'worker backfill',
+    backfill: { start: toEpochMicros(job.start), end: toEpochMicros(job.end) },
+    lockWaitMs: 0,
+    signal,
+  });
+}

@@ -1,0 +1,65 @@
+import type { StreamName } from '../domain/streams.js';
+
+/**
+ * The job queue as telesync uses it (the port; pg-boss-queue.ts is the adapter). Work is owned by
+ * account: each account has a queue of its own, and at most one of its jobs is active anywhere at a
+ * time, so one worker at a time holds an account and runs it under that account's one limiter.
+ */
+
+/** One job: a sync of one stream of one account, or one backfill window of its trunk calls. */
+export type AccountJob =
+  | { readonly kind: 'sync'; readonly accountId: string; readonly stream: StreamName }
+  | {
+      readonly kind: 'backfill-window';
+      readonly accountId: string;
+      /** ISO instants, microsecond text: [start, end). */
+      readonly start: string;
+      readonly end: string;
+      /** The backfill this window belongs to (the `--queue` command that enqueued it). */
+      readonly backfillId: string;
+    };
+
+/** A job taken from the queue, with what settling it needs. */
+export interface TakenJob {
+  readonly id: string;
+  readonly queue: string;
+  readonly job: AccountJob;
+  /** Epoch milliseconds after which the queue may give the job to another worker. */
+  readonly leaseEndsAtMs: number;
+}
+
+/** Counts of one account's queue by state. */
+export interface QueueCounts {
+  readonly accountId: string;
+  /** Created or waiting for a retry. */
+  readonly waiting: number;
+  readonly active: number;
+  /** Out of retries. */
+  readonly failed: number;
+  readonly completed: number;
+}
+
+export interface JobQueue {
+  /** Adds jobs (in order). */
+  enqueue(jobs: readonly AccountJob[]): Promise<void>;
+  /**
+   * Takes the next job of one of `accountIds` whose account has no job active, trying the accounts
+   * from a rotating start so that none starves; undefined when none is ready.
+   */
+  take(accountIds: readonly string[]): Promise<TakenJob | undefined>;
+  /** The job is done. */
+  complete(taken: TakenJob): Promise<void>;
+  /** The job failed: retried later with backoff, until its retries run out. */
+  fail(taken: TakenJob, reason: string): Promise<void>;
+  /**
+   * Keeps one cron schedule per stream (deduplicated across every process that calls this): each
+   * tick enqueues a sync job of that stream for every account `onTick` returns.
+   */
+  keepSchedules(
+    schedules: readonly { readonly stream: StreamName; readonly cron: string }[],
+    timezone: string,
+    accountIds: readonly string[],
+  ): Promise<void>;
+  /** Stops polling and closes connections; jobs in hand must have been settled first. */
+  stop(): Promise<void>;
+}

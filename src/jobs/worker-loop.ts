@@ -1,0 +1,63 @@
+import { coerceError, describeError } from '../util/coerce-error.js';
+import type { Logger } from '../util/logger.js';
+import { sleep } from '../util/sleep.js';
+import type { JobQueue, TakenJob } from './job-queue.js';
+
+export interface WorkerLoopOptions {
+  readonly queue: JobQueue;
+  /** The accounts this worker serves. */
+  readonly accountIds: readonly string[];
+  /** Jobs (so accounts) in hand at once. */
+  readonly concurrency: number;
+  readonly pollMs: number;
+  /** Runs and settles one job; expected not to throw (a throw is logged). */
+  readonly handle: (taken: TakenJob) => Promise<void>;
+  /** Aborted to drain: no new job is taken, the loop returns when the jobs in hand end. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+}
+
+/**
+ * Takes jobs while there is room, up to `concurrency` in hand, and waits `pollMs` when there is
+ * none or the queue cannot be reached (a lost database connection: pg-boss reconnects, and so do
+ * the loop's next polls). Returns once drained.
+ */
+export async function runWorkerLoop(options: WorkerLoopOptions): Promise<void> {
+  const inHand = new Set<Promise<void>>();
+  let queueDown = false;
+  while (!options.signal.aborted) {
+    if (inHand.size >= options.concurrency) {
+      await Promise.race(inHand);
+      continue;
+    }
+    let taken: TakenJob | undefined;
+    try {
+      taken = await options.queue.take(options.accountIds);
+      if (queueDown) options.log.info('the job queue answers again');
+      queueDown = false;
+    } catch (error) {
+      if (!queueDown)
+        options.log.warn(
+          { err: coerceError(error) },
+          `cannot take jobs (${describeError(error)}); retrying`,
+        );
+      queueDown = true;
+    }
+    if (taken === undefined) {
+      await sleep(options.pollMs, options.signal).catch(() => undefined);
+      continue;
+    }
+    const job = taken;
+    const running: Promise<void> = options
+      .handle(job)
+      .catch((error: unknown) =>
+        options.log.error(
+          { err: coerceError(error), job: job.id },
+          `job ${job.id} could not be settled (${describeError(error)}); the queue gives it out again when its lease ends`,
+        ),
+      )
+      .finally(() => inHand.delete(running));
+    inHand.add(running);
+  }
+  await Promise.allSettled([...inHand]);
+}

@@ -1,0 +1,287 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/connect.js';
+import {
+  PreparedRows,
+  rowKey,
+  upsertPreparedRows,
+  type LoadRow,
+  type LoadStrategy,
+} from '../db/data-loader.js';
+import { quarantineRecords } from '../db/repositories/rejected-records-repository.js';
+import type { Tables } from '../db/schema.js';
+import type { DataTableSpec } from '../db/table-specs.js';
+import type { RejectedRecord } from '../normalize/normalize-result.js';
+import { coerceError } from '../util/coerce-error.js';
+import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
+
+/**
+ * What must commit together with a unit's last rows: the ledger, the watermark, queue outcomes,
+ * deletion marks. `syncedAt` (ISO text) is the stamp the transaction's rows got (their synced_at,
+ * and last_seen_at for a snapshot).
+ */
+export type CommitHook = (trx: Kysely<Tables>, syncedAt: string) => Promise<void>;
+
+/** The counters of a run the loader keeps (RunStats has them). */
+export interface LoadCounters {
+  /** Rows handed to the upsert. */
+  recordsUpserted: number;
+  /** Rows inserted or rewritten because their content changed. */
+  recordsChanged: number;
+  /** Records quarantined in rejected_records. */
+  recordsRejected: number;
+}
+
+/** Where and for which run the loader writes (a RunContext is one). */
+export interface LoadTarget {
+  readonly database: Database;
+  readonly runId: number;
+  readonly loadStrategy: LoadStrategy;
+  /** The clock, in epoch microseconds: stamps each transaction's rows. */
+  now(): EpochMicros;
+  readonly stats: LoadCounters;
+  /**
+   * Aborts when the run's lock is lost: no transaction begins or commits after that, since another
+   * run may hold the lock by then.
+   */
+  readonly lockLost?: AbortSignal | undefined;
+}
+
+/** How a stream's rows are batched. */
+export interface LoadBatching {
+  /** Transactions in flight at once, each on its own connection (see LOAD_LANES). */
+  readonly lanes: number;
+  /** A lane writes a batch once it holds this many rows; Infinity: only at the unit's commit. */
+  readonly batchSize: number;
+  /**
+   * How long a committed unit may wait for the units after it, to share one transaction with them
+   * (0 or absent: none waits). A trunk-call window of a quiet day is a few pages: alone, each would
+   * be a transaction of a hundred rows, and with many accounts at once PostgreSQL spends its time
+   * on transactions rather than rows. Units still commit in order, each with all its rows.
+   */
+  readonly unitDelayMs?: number;
+}
+
+/**
+ * Transactions of one loader in flight at once, each on its own connection. PostgreSQL runs one
+ * backend per connection on one core: with one lane the database side of a backfill is one core
+ * at most, however idle the other is. Two lanes use both cores of the machines we run on.
+ */
+export const LOAD_LANES = 2;
+
+/**
+ * Lanes of each run when `runsAtOnce` runs load side by side: the runs already keep the cores
+ * busy, and a second lane would only halve every transaction (so double their number).
+ */
+export function loadLanesFor(runsAtOnce: number): number {
+  return runsAtOnce > 1 ? 1 : LOAD_LANES;
+}
+
+/**
+ * Every row and reject of a unit in the one transaction of its commit: for snapshots (the deletion
+ * marks need every row of the snapshot) and lookup rounds (a round's rows with its queue outcomes).
+ */
+export const ONE_TRANSACTION_PER_UNIT: LoadBatching = {
+  lanes: 1,
+  batchSize: Number.POSITIVE_INFINITY,
+};
+
+/** One lane: a buffer and a chain of transactions, one after the other. */
+class Lane {
+  rows: PreparedRows;
+  rejects: RejectedRecord[] = [];
+  queue: Promise<void> = Promise.resolve();
+  queuedRows = 0;
+
+  constructor(
+    readonly spec: DataTableSpec,
+    readonly strategy: LoadStrategy,
+  ) {
+    this.rows = new PreparedRows(spec, strategy);
+  }
+}
+
+/**
+ * The one loader of every stream: buffers normalised rows and rejected records and writes them in
+ * batches, in the background, so the caller keeps fetching while batches commit. A unit of work (a
+ * trunk-call window, a snapshot, a lookup round) ends with a commit: its last rows and rejects and
+ * the unit's hook (ledger, watermark, queue outcomes…) in one transaction, after every earlier batch
+ * of the unit has committed, so a unit is never recorded as done before all its rows are stored.
+ * Counts upserted, changed and rejected records in the run's stats as transactions commit.
+ *
+ * Rows are buffered prepared for the loader (see PreparedRows), so the row objects themselves are
+ * garbage as soon as `add` returns. Rows are spread over lanes by a hash of their key, so the same
+ * key always goes to the same lane and two lanes' transactions never touch the same row. Memory
+ * stays bounded: `add` waits while more than two batches per lane are buffered or queued.
+ */
+export class BatchLoader {
+  readonly #lanes: Lane[];
+  #failure: unknown;
+  readonly #batchSize: number;
+  readonly #maxPendingRows: number;
+  readonly #unitDelayMs: number;
+  /** Units committed by the caller, waiting (at most unitDelayMs) to go with the next ones. */
+  #units: { hook: CommitHook; onCommitted: () => void }[] = [];
+  #unitTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly target: LoadTarget,
+    private readonly spec: DataTableSpec,
+    batching: LoadBatching,
+  ) {
+    this.#lanes = Array.from({ length: batching.lanes }, () => new Lane(spec, target.loadStrategy));
+    this.#batchSize = batching.batchSize;
+    this.#maxPendingRows = this.#batchSize * 2 * batching.lanes;
+    this.#unitDelayMs = batching.unitDelayMs ?? 0;
+  }
+
+  /** Buffers rows and rejects; starts a lane's batch in the background when it has enough rows. */
+  async add(rows: readonly LoadRow[], rejects: readonly RejectedRecord[]): Promise<void> {
+    this.#throwIfFailed();
+    for (const row of rows) {
+      const key = rowKey(row, this.spec.key);
+      this.#laneOf(key).rows.add(row, key);
+    }
+    // Rejects all go to lane 0: the quarantine is keyed by payload, and one lane never races itself.
+    const first = this.#lanes[0]!;
+    for (const reject of rejects) first.rejects.push(reject);
+    if (this.#units.length > 0 && this.#bufferedRows() >= this.#batchSize) {
+      // A full batch takes the waiting units with it.
+      this.#commitUnits();
+    } else {
+      for (const lane of this.#lanes) {
+        // Never rejects: a failure is kept and thrown by the next call.
+        if (lane.rows.length >= this.#batchSize) void this.#enqueue(lane, undefined);
+      }
+    }
+    while (this.#queuedRows() > this.#maxPendingRows) {
+      await Promise.race(this.#lanes.map((lane) => lane.queue));
+      this.#throwIfFailed();
+    }
+  }
+
+  /**
+   * Commits the unit in hand: everything buffered so far, and `hook` with lane 0's last rows, after
+   * every batch already queued, without waiting: the caller goes on fetching while they are
+   * written. With `unitDelayMs`, the unit may first wait that long for the next units (or a full
+   * batch) to share its transaction. `onCommitted` runs once that transaction has committed. A
+   * failure is kept and thrown by the next `add`, `queueCommit`, `commit` or `drain`, so it is
+   * never lost.
+   */
+  queueCommit(hook: CommitHook, onCommitted: () => void = () => undefined): void {
+    this.#throwIfFailed();
+    this.#units.push({ hook, onCommitted });
+    if (this.#unitDelayMs <= 0 || this.#bufferedRows() >= this.#batchSize) {
+      this.#commitUnits();
+      return;
+    }
+    this.#unitTimer ??= setTimeout(() => this.#commitUnits(), this.#unitDelayMs);
+    this.#unitTimer.unref();
+  }
+
+  /** Writes the waiting units: every lane's buffer, then their hooks with lane 0's last rows. */
+  #commitUnits(): void {
+    clearTimeout(this.#unitTimer);
+    this.#unitTimer = undefined;
+    const units = this.#units;
+    if (units.length === 0) return;
+    this.#units = [];
+    const [first, ...others] = this.#lanes;
+    // The other lanes' last batches of these units go now; lane 0 writes its own last rows and the
+    // hooks once they have committed.
+    const othersDone = Promise.all(others.map((lane) => this.#enqueue(lane, undefined)));
+    const hooks: CommitHook = async (trx, syncedAt) => {
+      for (const unit of units) await unit.hook(trx, syncedAt);
+    };
+    void this.#enqueue(first!, hooks, othersDone).then(() => {
+      if (this.#failure === undefined) for (const unit of units) unit.onCommitted();
+    });
+  }
+
+  /** queueCommit, then waits until that transaction has committed; throws the first failure. */
+  async commit(hook: CommitHook): Promise<void> {
+    this.queueCommit(hook);
+    await this.drain();
+  }
+
+  /** Writes what is still buffered and waits for every queued batch; throws the first failure. */
+  async drain(): Promise<void> {
+    this.#commitUnits();
+    for (const lane of this.#lanes) {
+      if (lane.rows.length > 0 || lane.rejects.length > 0) void this.#enqueue(lane, undefined);
+    }
+    await Promise.all(this.#lanes.map((lane) => lane.queue));
+    this.#throwIfFailed();
+  }
+
+  #laneOf(key: string): Lane {
+    return this.#lanes[keyHash(key) % this.#lanes.length]!;
+  }
+
+  #bufferedRows(): number {
+    let total = 0;
+    for (const lane of this.#lanes) total += lane.rows.length;
+    return total;
+  }
+
+  #queuedRows(): number {
+    let total = 0;
+    for (const lane of this.#lanes) total += lane.queuedRows;
+    return total;
+  }
+
+  #enqueue(lane: Lane, hook: CommitHook | undefined, after?: Promise<unknown>): Promise<void> {
+    const rows = lane.rows;
+    const rejects = lane.rejects;
+    lane.rows = new PreparedRows(lane.spec, lane.strategy);
+    lane.rejects = [];
+    lane.queuedRows += rows.length;
+    lane.queue = lane.queue.then(async () => {
+      try {
+        if (after !== undefined) await after;
+        if (this.#failure === undefined) await this.#write(rows, rejects, hook);
+      } catch (error) {
+        this.#failure ??= error;
+      } finally {
+        lane.queuedRows -= rows.length;
+      }
+    });
+    return lane.queue;
+  }
+
+  async #write(
+    rows: PreparedRows,
+    rejects: RejectedRecord[],
+    hook: CommitHook | undefined,
+  ): Promise<void> {
+    if (rows.length === 0 && rejects.length === 0 && hook === undefined) return;
+    const { database, stats, runId } = this.target;
+    const syncedAt = formatIsoMicros(this.target.now());
+    const lockLost = this.target.lockLost;
+    lockLost?.throwIfAborted();
+    const result = await database.db.transaction().execute(async (trx) => {
+      const upsert = await upsertPreparedRows(trx, database.schema, rows, syncedAt);
+      await quarantineRecords(trx, database.schema, rejects, runId);
+      if (hook !== undefined) await hook(trx, syncedAt);
+      // Checked again last: a lock lost while this transaction ran rolls it back.
+      lockLost?.throwIfAborted();
+      return upsert;
+    });
+    stats.recordsUpserted += rows.length;
+    stats.recordsChanged += result.written;
+    stats.recordsRejected += rejects.length;
+  }
+
+  #throwIfFailed(): void {
+    if (this.#failure !== undefined) throw coerceError(this.#failure);
+  }
+}
+
+/** FNV-1a of a row's key: the lane of a key never changes. */
+function keyHash(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    hash ^= key.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}

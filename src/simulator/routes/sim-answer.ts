@@ -1,0 +1,34 @@
+import type { ApiErrorBodyWire } from '../../api/wire-types.js';
+
+/** An HTTP answer before it is sent: status, JSON text and extra headers. */
+export interface SimAnswer {
+  readonly status: number;
+  /** JSON text; empty for 204. */
+  readonly body: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** An answer whose body is `value` as JSON. */
+export function jsonAnswer(
+  status: number,
+  value: unknown,
+  headers: Readonly<Record<string, string>> = {},
+): SimAnswer {
+  return { status, body: JSON.stringify(value), headers };
+}
+
+/** An answer whose body is already JSON text. */
+export function jsonTextAnswer(status: number, body: string): SimAnswer {
+  return { status, body, headers: {} };
+}
+
+/** An error answer with the body of assumption A2: `{"api_id": "…", "error": "…"}`. */
+export function errorAnswer(
+  status: number,
+  message: string,
+  apiId: string,
+  headers: Readonly<Record<string, string>> = {},
+): SimAnswer {
+  const body: ApiErrorBodyWire = { api_id: apiId, error: message };
+  return jsonAnswer(status, body, headers);
+}

@@ -1,0 +1,184 @@
+import { hostname } from 'node:os';
+import { LockBusyError, withAdvisoryLock } from '../db/advisory-lock.js';
+import type { Database } from '../db/connect.js';
+import {
+  countLookupsByStatus,
+  type LookupQueue,
+} from '../db/repositories/lookup-queue-repository.js';
+import {
+  findLedgerSummary,
+  reopenWindows,
+  requeueLookups,
+  resetWatermark,
+  type LedgerSummary,
+} from '../db/repositories/stream-state-repository.js';
+import { finishRun, insertRun } from '../db/repositories/sync-runs-repository.js';
+import { findSyncState } from '../db/repositories/sync-state-repository.js';
+import type { StreamName } from '../domain/streams.js';
+import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
+
+/**
+ * The state of each stream (what `telesync state show` prints) and its reset (`state reset`):
+ * where the next run starts reading, and how to make it read again from a point.
+ */
+
+/** How each stream keeps its state: a time ledger, a snapshot watermark, or a lookup queue. */
+export const STREAM_STATE_KIND: Readonly<
+  Record<
+    StreamName,
+    { kind: 'windows' } | { kind: 'snapshot' } | { kind: 'queue'; queue: LookupQueue }
+  >
+> = {
+  trunk_calls: { kind: 'windows' },
+  endpoints: { kind: 'snapshot' },
+  caller_ids: { kind: 'snapshot' },
+  messages: { kind: 'queue', queue: 'message_refs' },
+  powerpacks: { kind: 'queue', queue: 'powerpack_refs' },
+  call_streams: { kind: 'queue', queue: 'call_stream_refs' },
+};
+
+/** The lookup queue of a stream by status. */
+export interface QueueSummary {
+  readonly pending: number;
+  readonly fetched: number;
+  readonly not_found: number;
+  readonly failed: number;
+}
+
+/** The state of one account × stream. */
+export interface StreamState {
+  readonly accountId: string;
+  readonly stream: StreamName;
+  readonly watermark: string | null;
+  /** Stream-specific state, such as an unfinished backfill. */
+  readonly cursor: Readonly<Record<string, unknown>>;
+  /** The window ledger (trunk_calls only). */
+  readonly windows: LedgerSummary | null;
+  /** The lookup queue (lookup streams only). */
+  readonly lookups: QueueSummary | null;
+}
+
+/** Reads the state of `stream` for `accountId`; reads only. */
+export async function findStreamState(
+  database: Database,
+  accountId: string,
+  stream: StreamName,
+): Promise<StreamState> {
+  const kind = STREAM_STATE_KIND[stream];
+  const state = await findSyncState(database.db, accountId, stream);
+  const windows =
+    kind.kind === 'windows' ? await findLedgerSummary(database.db, { accountId, stream }) : null;
+  let lookups: QueueSummary | null = null;
+  if (kind.kind === 'queue') {
+    const counts = await countLookupsByStatus(database.db, kind.queue, accountId);
+    lookups = {
+      pending: counts.pending ?? 0,
+      fetched: counts.fetched ?? 0,
+      not_found: counts.not_found ?? 0,
+      failed: counts.failed ?? 0,
+    };
+  }
+  return {
+    accountId,
+    stream,
+    watermark: state.watermark ?? null,
+    cursor: state.cursor,
+    windows,
+    lookups,
+  };
+}
+
+export interface StateResetRequest {
+  readonly accountId: string;
+  readonly stream: StreamName;
+  /** Re-read from here; undefined re-reads everything the stream can. */
+  readonly from: EpochMicros | undefined;
+}
+
+/** What a reset changed. */
+export interface StateResetOutcome {
+  readonly accountId: string;
+  readonly stream: StreamName;
+  /** The sync_runs row that records the reset. */
+  readonly runId: number;
+  readonly watermarkBefore: string | null;
+  readonly watermarkAfter: string | null;
+  readonly windowsReopened: number;
+  readonly lookupsRequeued: number;
+}
+
+/** The reset could not run: another run of the stream holds its lock. */
+export class StateResetBusyError extends Error {
+  override name = 'StateResetBusyError';
+}
+
+/**
+ * Makes the next run of `stream` read again from `from` (or from the start): the watermark set
+ * back to it (cleared without `from`; snapshots always clear it), the ledger windows from there on
+ * reopened, the lookup queue entries put back to pending. Data rows are kept. Holds the stream's
+ * lock, so no run of it is under way meanwhile, and records the reset in sync_runs (command
+ * `state reset`).
+ */
+export async function resetStreamState(
+  database: Database,
+  request: StateResetRequest,
+): Promise<StateResetOutcome> {
+  const { accountId, stream } = request;
+  const kind = STREAM_STATE_KIND[stream];
+  const from = request.from === undefined ? null : formatIsoMicros(request.from);
+  try {
+    return await withAdvisoryLock(database, `${accountId}:${stream}`, { waitMs: 0 }, async () => {
+      const runId = await insertRun(database.db, {
+        accountId,
+        stream,
+        command: 'state reset',
+        pid: process.pid,
+        host: hostname(),
+      });
+      const changed = await database.db.transaction().execute(async (trx) => {
+        const watermarkBefore = await resetWatermark(
+          trx,
+          accountId,
+          stream,
+          kind.kind === 'windows' ? from : null,
+        );
+        const windowsReopened =
+          kind.kind === 'windows' ? await reopenWindows(trx, { accountId, stream }, from) : 0;
+        const lookupsRequeued =
+          kind.kind === 'queue' ? await requeueLookups(trx, kind.queue, accountId, from) : 0;
+        const after = await findSyncState(trx, accountId, stream);
+        return {
+          watermarkBefore,
+          watermarkAfter: after.watermark ?? null,
+          windowsReopened,
+          lookupsRequeued,
+        };
+      });
+      await finishRun(database.db, runId, {
+        windowsPlanned: changed.windowsReopened,
+        windowsCompleted: 0,
+        requests: 0,
+        retries: 0,
+        waitMs: 0,
+        recordsFetched: 0,
+        recordsUpserted: 0,
+        recordsChanged: 0,
+        recordsRejected: 0,
+        status: 'succeeded',
+        error: null,
+        windowStart: from,
+        windowEnd: null,
+        gapStart: null,
+        gapEnd: null,
+      });
+      return { accountId, stream, runId, ...changed };
+    });
+  } catch (error) {
+    if (error instanceof LockBusyError) {
+      throw new StateResetBusyError(
+        `a telesync run of ${stream} for account ${accountId} is in progress; reset its state when it has finished`,
+      );
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,193 @@
+import { TRUNK_PAGE_LIMIT_MAX } from '../../api/trunk-call-query.js';
+import type { LoadRow } from '../../db/data-loader.js';
+import type { BatchLoader } from '../../load/batch-loader.js';
+import type { Normalizer } from '../../normalize/normalize-records.js';
+import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
+import { formatIsoMicros } from '../../util/micros.js';
+import { receiveRecords } from '../receive-records.js';
+import type { RunContext } from '../run-context.js';
+import type { TimeWindow } from '../window-planner.js';
+
+/** What reading every page of a window found. */
+export interface WindowRead {
+  /** The service's total_count on the first page. */
+  readonly total: number;
+  /** Distinct records read (by call_uuid; a record without a readable one, by its bytes). */
+  readonly distinct: number;
+  /** Every page reported the same total_count. */
+  readonly totalsAgree: boolean;
+}
+
+/** Whether a read saw the whole window: every record once, and no movement while paging. */
+export function isConsistent(read: WindowRead): boolean {
+  return read.totalsAgree && read.distinct === read.total;
+}
+
+/** The records of a window did not add up, even after reading it again and in halves. */
+export class WindowIncompleteError extends Error {
+  override name = 'WindowIncompleteError';
+  constructor(
+    readonly window: TimeWindow,
+    readonly read: WindowRead,
+  ) {
+    super(
+      `window [${formatIsoMicros(window.start)}, ${formatIsoMicros(window.end)}) did not add up: ` +
+        `the service reported ${read.total} calls but ${read.distinct} distinct calls were read` +
+        `${read.totalsAgree ? '' : ' and its count changed while paging'}, after two reads and a split; ` +
+        'calls were probably still being added to it. It stays incomplete and is read again by the next run.',
+    );
+  }
+}
+
+/**
+ * Fetches every page of `window` (the client's pager: the first page, then the others
+ * `pageConcurrency` at a time) and passes each page's records through the normalise and load
+ * stages as it arrives. A stop request (the run's signal) is honoured between pages, never by
+ * cancelling a request in flight: every page fetched is stored, and the pager then throws
+ * PagingStoppedError, so the window stays incomplete.
+ */
+export async function readTrunkCallWindow(
+  context: RunContext,
+  window: TimeWindow,
+  loader: BatchLoader,
+): Promise<WindowRead> {
+  const pages = context.client.iterateTrunkCalls(
+    { end_time: { gte: window.start, lt: window.end } },
+    {
+      meter: context.meter,
+      pageConcurrency: context.pageConcurrency,
+      maxPages: context.settings.maxPagesPerWindow,
+      ...(context.signal ? { stopSignal: context.signal } : {}),
+    },
+  );
+  const seen = new Set<string>();
+  const totals = new Set<number>();
+  let total: number | undefined;
+  const inWindow = normalizeWithinWindow(window);
+  const beyondLimit = rejectBeyondLimit(TRUNK_PAGE_LIMIT_MAX);
+  let outside = 0;
+  for await (const page of pages) {
+    total ??= page.meta.total_count;
+    totals.add(page.meta.total_count);
+    // A page holds at most the limit asked for; what comes past it was not asked for and is not
+    // part of the window's count.
+    const asked = page.records.slice(0, TRUNK_PAGE_LIMIT_MAX);
+    const extra = page.records.slice(TRUNK_PAGE_LIMIT_MAX);
+    const { rejects } = await receiveRecords(context, asked, inWindow, loader, seen);
+    outside += rejects.filter((reject) => reject.reason.startsWith(OUTSIDE_WINDOW)).length;
+    if (extra.length > 0) {
+      await receiveRecords(context, extra, beyondLimit, loader);
+      context.log.warn(
+        {
+          window: describeWindow(window),
+          records: page.records.length,
+          limit: TRUNK_PAGE_LIMIT_MAX,
+        },
+        `a page held ${page.records.length} records for a limit of ${TRUNK_PAGE_LIMIT_MAX}: the ${extra.length} past the limit were quarantined`,
+      );
+    }
+  }
+  if (outside > 0) {
+    context.log.warn(
+      { window: describeWindow(window), outside },
+      `the service answered ${outside} calls whose end_time is outside the requested window: quarantined`,
+    );
+  }
+  return { total: total ?? 0, distinct: seen.size, totalsAgree: totals.size === 1 };
+}
+
+const OUTSIDE_WINDOW = 'end_time is outside the requested window';
+
+/**
+ * normalizeTrunkCall, rejecting a call whose end_time is outside [window.start, window.end): the
+ * service was not asked for it, and storing it would place it in a window that never counted it.
+ */
+function normalizeWithinWindow(window: TimeWindow): Normalizer<LoadRow> {
+  return (record, normalizeContext) => {
+    const result = normalizeTrunkCall(record, normalizeContext);
+    if (!result.ok) return result;
+    if (result.endTimeMicros >= window.start && result.endTimeMicros < window.end) return result;
+    return {
+      ok: false,
+      rejection: {
+        stream: 'trunk_calls',
+        field: 'end_time',
+        reason: `${OUTSIDE_WINDOW} ${describeWindow(window)}: ${formatIsoMicros(result.endTimeMicros)}`,
+        recordKey: result.key,
+      },
+    };
+  };
+}
+
+/** Rejects every record: for records a page held past the limit asked for. */
+function rejectBeyondLimit(limit: number): Normalizer<LoadRow> {
+  return (record) => {
+    const value = record.value as { call_uuid?: unknown } | undefined;
+    const key =
+      value !== null && typeof value === 'object' && typeof value.call_uuid === 'string'
+        ? value.call_uuid.slice(0, 200)
+        : undefined;
+    return {
+      ok: false,
+      rejection: {
+        stream: 'trunk_calls',
+        reason: `the page held more records than the limit of ${limit} asked for; this one is past it`,
+        ...(key !== undefined ? { recordKey: key } : {}),
+      },
+    };
+  };
+}
+
+/**
+ * Reads a window until it adds up: once, again, then as two halves (smaller windows page for less
+ * time, so calls added meanwhile are less likely to shift them). Throws WindowIncompleteError when
+ * even that fails. Rows read along the way are stored either way: upserts make repeats harmless.
+ */
+export async function readTrunkCallWindowFully(
+  context: RunContext,
+  window: TimeWindow,
+  loader: BatchLoader,
+): Promise<WindowRead> {
+  let read = await readTrunkCallWindow(context, window, loader);
+  if (isConsistent(read)) return read;
+  context.log.warn(
+    {
+      window: describeWindow(window),
+      total: read.total,
+      distinct: read.distinct,
+      totals_agree: read.totalsAgree,
+    },
+    'window did not add up; reading it again',
+  );
+  read = await readTrunkCallWindow(context, window, loader);
+  if (isConsistent(read)) return read;
+
+  const middle = window.start + Math.floor((window.end - window.start) / 2);
+  if (middle > window.start) {
+    context.log.warn(
+      {
+        window: describeWindow(window),
+        total: read.total,
+        distinct: read.distinct,
+        totals_agree: read.totalsAgree,
+      },
+      'window did not add up twice; reading it in halves',
+    );
+    const halves = [
+      await readTrunkCallWindow(context, { start: window.start, end: middle }, loader),
+      await readTrunkCallWindow(context, { start: middle, end: window.end }, loader),
+    ];
+    const combined: WindowRead = {
+      total: halves[0]!.total + halves[1]!.total,
+      distinct: halves[0]!.distinct + halves[1]!.distinct,
+      totalsAgree: halves.every((half) => half.totalsAgree),
+    };
+    if (halves.every(isConsistent)) return combined;
+    read = combined;
+  }
+  throw new WindowIncompleteError(window, read);
+}
+
+export function describeWindow(window: TimeWindow): string {
+  return `[${formatIsoMicros(window.start)}, ${formatIsoMicros(window.end)})`;
+}

@@ -1,0 +1,439 @@
+import type { Kysely } from 'kysely';
+import { ApiError } from '../../api/api-errors.js';
+import { PageLimitError, PagingStoppedError } from '../../api/telephony-client.js';
+import { RequestStoppedError } from '../../api/transport.js';
+import {
+  advanceWatermarkFromLedger,
+  findSyncState,
+  saveCursor,
+} from '../../db/repositories/sync-state-repository.js';
+import {
+  completeWindow,
+  failWindow,
+  findLedgerEntries,
+  insertPlannedWindows,
+  markWindowRunning,
+  restoreWindowStatus,
+  type WindowCompletion,
+} from '../../db/repositories/sync-windows-repository.js';
+import { TRUNK_CALLS } from '../../db/table-specs.js';
+import type {
+  IncrementalPass,
+  LedgerEntry,
+  LedgerKey,
+  SlotWindow,
+} from '../../domain/ledger-entry.js';
+import { BatchLoader, type CommitHook } from '../../load/batch-loader.js';
+import { describeError } from '../../util/coerce-error.js';
+import { formatIsoMicros, parseEpochMicros, type EpochMicros } from '../../util/micros.js';
+import type { Tables } from '../../db/schema.js';
+import type { RunContext } from '../run-context.js';
+import type { SyncSettings } from '../sync-settings.js';
+import { afterProbe, decideBackfill, decideIncremental } from '../window-actions.js';
+import {
+  deepRecheckRange,
+  horizonStart,
+  planBackfill,
+  planIncremental,
+  plannerSettings,
+  sliceRange,
+  slotStart,
+  type BackfillPlan,
+  type IncrementalPlan,
+  type TimeWindow,
+} from '../window-planner.js';
+import {
+  describeWindow,
+  isConsistent,
+  readTrunkCallWindow,
+  readTrunkCallWindowFully,
+  WindowIncompleteError,
+} from './read-trunk-call-window.js';
+
+const STREAM = 'trunk_calls';
+
+/**
+ * The trunk-call stream: plan windows (window-planner, window-actions: pure) → fetch each window's
+ * pages (the client's pager) → normalise → load (BatchLoader: rows in batches; the ledger entry,
+ * and for an incremental run the watermark, in the transaction of the window's last rows).
+ *
+ * An incremental run reads from its watermark minus the lookback to now minus the settle lag;
+ * windows already complete are only counted (one request each) and re-read when the count moved.
+ * Each window's commit moves the watermark to what the ledger then justifies (see
+ * watermarkFromLedger), whatever order windows complete in. A backfill re-reads any part of the
+ * horizon, resumably, and leaves the watermark alone.
+ */
+export async function syncTrunkCalls(context: RunContext): Promise<void> {
+  const now = context.now();
+  const settings = plannerSettings(context.settings);
+  const { plan, ledger, deepRecheck, windows } = await findIncrementalWindows(
+    context.database.db,
+    context.accountId,
+    context.settings,
+    now,
+  );
+  context.stats.span = { start: plan.from, end: plan.to };
+  if (plan.gap !== undefined) {
+    context.stats.gap = plan.gap;
+    context.log.warn(
+      { gap_start: formatIsoMicros(plan.gap.start), gap_end: formatIsoMicros(plan.gap.end) },
+      'the watermark fell behind the 90-day horizon: calls that ended in this gap can no longer be read from the service',
+    );
+  }
+  const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
+  context.stats.windowsPlanned = windows.length;
+  await insertPlannedWindows(
+    context.database.db,
+    key,
+    windows.filter((window) => !ledger.has(window.slotStart)),
+  );
+  const pass: IncrementalPass = {
+    from: plan.from,
+    fromSlot: slotStart(plan.from, settings.sliceMicros),
+    to: plan.to,
+    startedAt: now,
+  };
+  const advance: CommitHook = (trx) => advanceWatermarkFromLedger(trx, key, pass);
+  const loader = createLoader(context);
+
+  for (const window of windows) {
+    if (context.signal?.aborted) {
+      context.stats.stopped = true;
+      break;
+    }
+    const entry = ledger.get(window.slotStart);
+    const action = decideIncremental(window, entry, deepRecheck);
+    try {
+      if (action.kind === 'probe' && entry !== undefined) {
+        await probeWindow(context, key, window, entry, loader, advance);
+      } else {
+        context.log.debug(
+          {
+            window: describeWindow(window),
+            why: action.kind === 'read' ? action.why : action.kind,
+          },
+          'reading window',
+        );
+        await readAndComplete(context, key, window, loader, advance);
+      }
+    } catch (error) {
+      if ((await settleWindowError(context, key, window, ledger, error)) === 'stopped') break;
+    }
+  }
+  await loader.drain();
+}
+
+/** The windows of an incremental run, with what the ledger knows of their slots. */
+export interface IncrementalWindows {
+  readonly plan: IncrementalPlan;
+  /** The ledger entries of the slots the windows fall in, by slot start. */
+  readonly ledger: ReadonlyMap<EpochMicros, LedgerEntry>;
+  readonly deepRecheck: { range: TimeWindow; dayStart: EpochMicros } | undefined;
+  /** Re-check days behind the lookback that are due, then the planned windows; oldest first. */
+  readonly windows: readonly SlotWindow[];
+}
+
+/**
+ * Plans an incremental run at `now` from the stream's watermark and ledger; reads only (the run
+ * itself and `sync --dry-run` share it).
+ */
+export async function findIncrementalWindows(
+  db: Kysely<Tables>,
+  accountId: string,
+  syncSettings: SyncSettings,
+  now: EpochMicros,
+): Promise<IncrementalWindows> {
+  const settings = plannerSettings(syncSettings);
+  const state = await findSyncState(db, accountId, STREAM);
+  const watermark = state.watermark === undefined ? undefined : parseEpochMicros(state.watermark);
+  const plan = planIncremental(now, watermark, settings);
+  const key: LedgerKey = { accountId, stream: STREAM };
+  const deepRange = deepRecheckRange(now, syncSettings.deepRecheckDays);
+  const deepRecheck =
+    deepRange === undefined ? undefined : { range: deepRange, dayStart: deepRange.end };
+  // The re-check days the lookback does not reach (after 06:00 UTC, yesterday is behind it).
+  const recheckOnly =
+    deepRange === undefined
+      ? []
+      : sliceRange(
+          Math.max(deepRange.start, horizonStart(now)),
+          Math.min(deepRange.end, plan.from),
+          settings.sliceMicros,
+        ).map((window) => withSlot(window, settings.sliceMicros));
+  const ledger = await findLedgerEntries(
+    db,
+    key,
+    slotStart(recheckOnly[0]?.start ?? plan.from, settings.sliceMicros),
+    plan.to,
+  );
+  // Of those, only the ones not yet read in full today; the others are not even counted.
+  const dueRecheck = recheckOnly.filter((window) => {
+    const entry = ledger.get(window.slotStart);
+    return (
+      entry?.status !== 'complete' ||
+      entry.readAt === null ||
+      entry.readAt < (deepRecheck?.dayStart ?? 0)
+    );
+  });
+  const planned = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
+  return { plan, ledger, deepRecheck, windows: [...dueRecheck, ...planned] };
+}
+
+export interface BackfillRequest {
+  window: TimeWindow;
+}
+
+/**
+ * Re-reads every window of `request` (widened to whole slots, cut to the horizon), oldest first.
+ * Running the same backfill again after a crash skips the windows it had already read: the
+ * backfill's start time stays in the stream's cursor until it finishes.
+ */
+export async function backfillTrunkCalls(
+  context: RunContext,
+  request: BackfillRequest,
+): Promise<BackfillPlan> {
+  const now = context.now();
+  const settings = plannerSettings(context.settings);
+  const plan = planBackfill(now, request.window, settings);
+  context.stats.span = plan.covered;
+  context.stats.windowsPlanned = plan.windows.length;
+  if (plan.beyondService !== undefined) {
+    // The command says it to the person once, in plain words; here only for debugging.
+    context.log.debug(
+      {
+        from: formatIsoMicros(plan.beyondService.start),
+        to: formatIsoMicros(plan.beyondService.end),
+      },
+      'part of the backfill is older than the 90-day horizon and cannot be read from the service',
+    );
+  }
+  if (plan.covered === undefined) return plan;
+
+  const state = await findSyncState(context.database.db, context.accountId, STREAM);
+  const pending = state.cursor.backfill as { startedAt?: string } | undefined;
+  const startedAt =
+    (pending?.startedAt !== undefined ? parseEpochMicros(pending.startedAt) : undefined) ?? now;
+  if (pending?.startedAt !== undefined) {
+    context.log.info(
+      { started_at: pending.startedAt },
+      'resuming an unfinished backfill: windows it already read are skipped',
+    );
+  }
+  await saveCursor(context.database.db, context.accountId, STREAM, {
+    ...state.cursor,
+    backfill: {
+      startedAt: formatIsoMicros(startedAt),
+      from: formatIsoMicros(plan.covered.start),
+      to: formatIsoMicros(plan.covered.end),
+    },
+  });
+
+  const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
+  const windows = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
+  const ledger = await findLedgerEntries(
+    context.database.db,
+    key,
+    slotStart(plan.covered.start, settings.sliceMicros),
+    plan.covered.end,
+  );
+  await insertPlannedWindows(
+    context.database.db,
+    key,
+    windows.filter((window) => !ledger.has(window.slotStart)),
+  );
+  const loader = createLoader(context);
+  for (const window of windows) {
+    if (context.signal?.aborted) {
+      context.stats.stopped = true;
+      break;
+    }
+    const action = decideBackfill(window, ledger.get(window.slotStart), startedAt);
+    if (action.kind === 'skip') {
+      context.stats.windowsCompleted++;
+      continue;
+    }
+    try {
+      await readAndComplete(context, key, window, loader, leaveWatermark);
+    } catch (error) {
+      if ((await settleWindowError(context, key, window, ledger, error)) === 'stopped') break;
+    }
+  }
+  await loader.drain();
+  if (!context.stats.stopped && context.stats.failures.length === 0) {
+    // The stream's lock is held: the cursor is still the one saved above.
+    const { backfill: _finished, ...rest } = state.cursor;
+    await saveCursor(context.database.db, context.accountId, STREAM, rest);
+  }
+  return plan;
+}
+
+/** A backfill's windows leave the watermark alone. */
+const leaveWatermark: CommitHook = () => Promise.resolve();
+
+/**
+ * How long a read window's completion may wait for the next windows to share its transaction: a
+ * quiet day is a few pages, and a 90-day backfill of many such accounts would otherwise be mostly
+ * transactions. The rows of a window and its ledger entry still commit together.
+ */
+const WINDOW_COMMIT_DELAY_MS = 1_000;
+
+/** The stream's loader: rows in batches of TELESYNC_BATCH_SIZE, over the run's load lanes. */
+function createLoader(context: RunContext): BatchLoader {
+  return new BatchLoader(context, TRUNK_CALLS, {
+    lanes: context.loadLanes,
+    batchSize: context.settings.batchSize,
+    unitDelayMs: WINDOW_COMMIT_DELAY_MS,
+  });
+}
+
+/** Reads every page of a window and marks it complete, with `advance`, in the same transaction. */
+async function readAndComplete(
+  context: RunContext,
+  key: LedgerKey,
+  window: SlotWindow,
+  loader: BatchLoader,
+  advance: CommitHook,
+): Promise<void> {
+  await markWindowRunning(context.database.db, context.database.schema, key, window, context.runId);
+  const read = await readTrunkCallWindowFully(context, window, loader);
+  queueCompletion(context, key, window, loader, advance, {
+    totalCount: read.total,
+    readAt: formatIsoMicros(context.now()),
+  });
+}
+
+/**
+ * Marks `window` complete, with `advance`, in the transaction of its last batch. Queued, not
+ * awaited: the next window is fetched while this one's last batch commits.
+ */
+function queueCompletion(
+  context: RunContext,
+  key: LedgerKey,
+  window: SlotWindow,
+  loader: BatchLoader,
+  advance: CommitHook,
+  stamp: Pick<WindowCompletion, 'totalCount' | 'readAt' | 'verifiedAt'>,
+): void {
+  loader.queueCommit(
+    async (trx, syncedAt) => {
+      await completeWindow(trx, context.database.schema, key, {
+        slotStart: window.slotStart,
+        start: window.start,
+        end: window.end,
+        runId: context.runId,
+        ...stamp,
+      });
+      await advance(trx, syncedAt);
+    },
+    () => context.stats.windowsCompleted++,
+  );
+}
+
+/**
+ * Counts a completed window with one request and acts on the answer: nothing changed (verified),
+ * the window only grew into empty time (extended), it grew with new calls (read the new part), or
+ * calls arrived late in the part already read (read it all again).
+ */
+async function probeWindow(
+  context: RunContext,
+  key: LedgerKey,
+  window: SlotWindow,
+  entry: LedgerEntry,
+  loader: BatchLoader,
+  advance: CommitHook,
+): Promise<void> {
+  const total = await context.client
+    .countTrunkCalls(
+      { end_time: { gte: window.start, lt: window.end } },
+      { meter: context.meter, ...(context.signal ? { stopSignal: context.signal } : {}) },
+    )
+    .catch((error: unknown) => {
+      throw error instanceof RequestStoppedError ? new PagingStoppedError() : error;
+    });
+  const outcome = afterProbe(window, entry, total);
+  const verifiedAt = formatIsoMicros(context.now());
+  const confirm = () =>
+    queueCompletion(context, key, window, loader, advance, { totalCount: total, verifiedAt });
+  switch (outcome.kind) {
+    case 'unchanged':
+    case 'extend':
+      confirm();
+      return;
+    case 'read-new-part': {
+      const read = await readTrunkCallWindow(context, outcome.part, loader);
+      if (isConsistent(read) && read.total === outcome.expectedNew) {
+        confirm();
+        return;
+      }
+      context.log.info(
+        { window: describeWindow(window) },
+        'calls arrived late in a window already read; reading it again',
+      );
+      await readAndComplete(context, key, window, loader, advance);
+      return;
+    }
+    case 'read-all':
+      context.log.info(
+        { window: describeWindow(window), stored: entry.totalCount, service: total },
+        'the service count of a window already read changed; reading it again',
+      );
+      await readAndComplete(context, key, window, loader, advance);
+      return;
+  }
+}
+
+/**
+ * Handles what a window's read threw. Stopped (Ctrl-C, shutdown: the pager's PagingStoppedError):
+ * the window's ledger row gets back the status it had, and the caller stops. A window that did not add up: recorded as failed, and
+ * the caller goes on to the next. Anything else is recorded and thrown: a service that fails every
+ * request would fail every window the same way, slowly.
+ */
+async function settleWindowError(
+  context: RunContext,
+  key: LedgerKey,
+  window: SlotWindow,
+  ledger: ReadonlyMap<EpochMicros, LedgerEntry>,
+  error: unknown,
+): Promise<'stopped' | 'failed'> {
+  if (error instanceof PagingStoppedError) {
+    context.stats.stopped = true;
+    await restoreWindowStatus(
+      context.database.db,
+      key,
+      window.slotStart,
+      ledger.get(window.slotStart)?.status ?? 'planned',
+    );
+    return 'stopped';
+  }
+  await recordWindowFailure(context, key, window, error);
+  // A window the service describes impossibly fails alone, with its numbers; the next one is read.
+  if (!(error instanceof WindowIncompleteError || error instanceof PageLimitError)) throw error;
+  context.stats.failures.push(error.message);
+  return 'failed';
+}
+
+async function recordWindowFailure(
+  context: RunContext,
+  key: LedgerKey,
+  window: SlotWindow,
+  error: unknown,
+): Promise<void> {
+  const message = describeError(error);
+  context.log.error({ window: describeWindow(window), err: error }, `window failed: ${message}`);
+  try {
+    await failWindow(context.database.db, key, window.slotStart, message);
+  } catch (ledgerError) {
+    // The database itself may be what failed; the run's error says so already.
+    context.log.warn({ err: ledgerError }, 'could not record the window failure in sync_windows');
+  }
+  if (error instanceof ApiError && error.status === 400) {
+    context.log.error(
+      'the service refused a window request; this is a bug in telesync or a change at the service',
+    );
+  }
+}
+
+/** A planned window with the slot of the UTC grid it belongs to (its ledger row's key). */
+function withSlot(window: TimeWindow, sliceMicros: number): SlotWindow {
+  return { slotStart: slotStart(window.start, sliceMicros), start: window.start, end: window.end };
+}

@@ -1,0 +1,214 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { scheduleVariable } from '../../src/config/load-config.js';
+import { STREAM_NAMES } from '../../src/domain/streams.js';
+import type { HealthReport } from '../../src/scheduler/health.js';
+import { startSimulator } from '../../src/simulator/simulator-server.js';
+import { useCliFixture } from '../support/cli-fixture.js';
+import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
+import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
+import { freePort } from '../support/telesync-process.js';
+
+/**
+ * The status page in a real headless browser (Debian's chromium, driven by playwright-core):
+ * `telesync schedule` after a 90-day backfill serves `/`; the page renders, shows a gap made in
+ * the ledger after a reload, and loads nothing but its own document.
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const ACCOUNT = { authId: 'MA_E2E_PAGE', authToken: 'tok_e2e_page_secret' };
+const DAY_MS = 86_400_000;
+
+/** Every stream off but trunk_calls, on a cron that does not fire during the test. */
+const SCHEDULE = {
+  ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+  [scheduleVariable('trunk_calls')]: '0 0 1 1 *',
+};
+
+const cli = useCliFixture({
+  service: () => startSimulator({ seed: 'e2e-status-page', calls: 4_000, accounts: [ACCOUNT] }),
+  account: ACCOUNT,
+  env: { TELESYNC_SCHEDULE_TIMEZONE: 'UTC', ...SCHEDULE },
+});
+
+const processes: TelesyncProcess[] = [];
+let context: BrowserContext | undefined;
+let userDataDir: string | undefined;
+
+afterEach(() => {
+  for (const running of processes.splice(0)) running.kill('SIGKILL');
+});
+afterAll(async () => {
+  await context?.close();
+  if (userDataDir !== undefined) rmSync(userDataDir, { recursive: true, force: true });
+});
+
+/** The browser must be there in CI: a missing one is a broken machine, not a reason to pass. */
+const browserMissing = !existsSync(CHROMIUM);
+if (browserMissing && process.env.CI === undefined)
+  console.warn(
+    `status-page.test.ts: ${CHROMIUM} not found, browser test skipped (apt-get install -y chromium)`,
+  );
+
+async function startScheduler(port: number): Promise<TelesyncProcess> {
+  const scheduler = startTelesync(['schedule'], cli.envWith({ TELESYNC_HTTP_PORT: String(port) }), {
+    timeoutMs: 120_000,
+  });
+  processes.push(scheduler);
+  await scheduler.waitForStdout(/^Metrics: /m, 30_000);
+  return scheduler;
+}
+
+async function stopScheduler(scheduler: TelesyncProcess): Promise<void> {
+  scheduler.kill('SIGTERM');
+  const ended = await scheduler.exited;
+  expect(ended.code, ended.stderr).toBe(0);
+}
+
+/** `YYYY-MM-DD` of the UTC day `daysAgo` days before today. */
+function utcDay(daysAgo: number): string {
+  return new Date(Date.now() - daysAgo * DAY_MS).toISOString().slice(0, 10);
+}
+
+/** What the tests read of a DOM element (the project's lib has no DOM types). */
+interface ElementAttributes {
+  getAttribute(name: string): string | null;
+}
+
+/** The strip's cells as the browser sees them: day → classes. */
+async function stripCells(page: Page): Promise<Map<string, string[]>> {
+  const cells = await page
+    .locator('.strip .day')
+    .evaluateAll((nodes: ElementAttributes[]) =>
+      nodes.map(
+        (node) => [node.getAttribute('data-day') ?? '', node.getAttribute('class') ?? ''] as const,
+      ),
+    );
+  return new Map(cells.map(([day, classes]) => [day, classes.split(' ')]));
+}
+
+describe('the status page of telesync schedule, in a headless browser', () => {
+  it.skipIf(browserMissing && process.env.CI === undefined)(
+    'renders the account, its streams and 90 days, shows a gap after a reload, and loads nothing external',
+    async () => {
+      expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(
+        true,
+      );
+      const backfill = await runTelesync(['backfill', '--days', '90'], cli.env);
+      expect(backfill.code, backfill.stderr).toBe(0);
+
+      const port = await freePort();
+      const origin = `http://127.0.0.1:${port}`;
+      let scheduler = await startScheduler(port);
+      expect(scheduler.stdout()).toContain(`Status:  ${origin}/`);
+
+      userDataDir = mkdtempSync(join(tmpdir(), 'telesync-chromium-'));
+      context = await chromium.launchPersistentContext(userDataDir, {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+          '--no-first-run',
+        ],
+      });
+      const page = context.pages()[0] ?? (await context.newPage());
+      const requests: { url: string; type: string }[] = [];
+      page.on('request', (request) =>
+        requests.push({ url: request.url(), type: request.resourceType() }),
+      );
+
+      const first = await page.goto(`${origin}/`);
+      expect(first?.status()).toBe(200);
+      expect(first?.headers()['cache-control']).toBe('no-store');
+      expect(await page.title()).toBe('telesync status');
+      await expect
+        .poll(() => page.locator('h2').allTextContents())
+        .toContain(`Account ${ACCOUNT.authId}`);
+      const streams = await page
+        .locator('tr[data-stream]')
+        .evaluateAll((rows: ElementAttributes[]) =>
+          rows.map((row) => row.getAttribute('data-stream')),
+        );
+      expect(streams).toEqual([...STREAM_NAMES]);
+      const trunkRow = page.locator('tr[data-stream="trunk_calls"]');
+      expect(await trunkRow.locator('.status').first().textContent()).toBe('succeeded');
+      expect(await trunkRow.textContent()).toContain('0 0 1 1 *');
+
+      const before = await stripCells(page);
+      expect(before.size).toBe(90);
+      const states = [...before.values()].map((classes) => classes[1]);
+      // Every day the backfill read is complete; nothing is in alarm.
+      expect(states.filter((state) => state === 'complete').length).toBe(90);
+      expect(await page.locator('[role="alert"]').count()).toBe(0);
+
+      // A gap near the horizon (a window failed), and rows lost from a day in the middle.
+      const nearHorizon = utcDay(88);
+      const middle = utcDay(45);
+      const apply = () =>
+        cli.database.inspect(async ({ db }) => {
+          const updated = await db
+            .updateTable('sync_windows')
+            .set({ status: 'failed', last_error: 'made by the test' })
+            .where('account_id', '=', ACCOUNT.authId)
+            .where('stream', '=', 'trunk_calls')
+            .where('slot_start', '=', `${nearHorizon}T00:00:00Z`)
+            .executeTakeFirst();
+          expect(Number(updated.numUpdatedRows)).toBe(1);
+          const deleted = await db
+            .deleteFrom('trunk_calls')
+            .where('account_id', '=', ACCOUNT.authId)
+            .where('end_time', '>=', `${middle}T00:00:00Z`)
+            .where('end_time', '<', `${middle}T12:00:00Z`)
+            .executeTakeFirst();
+          expect(Number(deleted.numDeletedRows)).toBeGreaterThan(0);
+        });
+      if (cli.database.target.kind === 'postgres') {
+        await apply();
+      } else {
+        // The embedded database is held by one process at a time.
+        await stopScheduler(scheduler);
+        await apply();
+        scheduler = await startScheduler(port);
+      }
+
+      const again = await page.reload();
+      expect(again?.status()).toBe(200);
+      const after = await stripCells(page);
+      expect(after.size).toBe(90);
+      expect(after.get(nearHorizon)).toEqual(['day', 'incomplete', 'failed', 'alarm']);
+      expect(after.get(middle)).toEqual(['day', 'complete', 'missing']);
+      const changed = [...after].filter(
+        ([day, classes]) => before.get(day)?.join(' ') !== classes.join(' '),
+      );
+      expect(changed.map(([day]) => day).sort()).toEqual([nearHorizon, middle].sort());
+      expect(await page.locator('[role="alert"]').textContent()).toContain(nearHorizon);
+      const middleRow = await page
+        .locator(`table.days tr[data-day="${middle}"] td`)
+        .allTextContents();
+      expect(Number(middleRow[3])).toBeLessThan(Number(middleRow[2]));
+
+      // The same alarm on /healthz and /metrics.
+      const health = await fetch(`${origin}/healthz`);
+      expect(health.status).toBe(503);
+      const report = (await health.json()) as HealthReport;
+      expect(report.horizon?.unread).toEqual([{ account: ACCOUNT.authId, days: [nearHorizon] }]);
+      expect(report.reasons.join('\n')).toContain(`telesync backfill --from ${nearHorizon}`);
+      const metrics = parsePrometheusText(await (await fetch(`${origin}/metrics`)).text());
+      expect(sumOf(metrics, 'telesync_horizon_unread_days', { account: ACCOUNT.authId })).toBe(1);
+
+      // Two loads of one document, from the server itself; nothing else at all.
+      expect(requests).toEqual([
+        { url: `${origin}/`, type: 'document' },
+        { url: `${origin}/`, type: 'document' },
+      ]);
+      await stopScheduler(scheduler);
+    },
+  );
+});

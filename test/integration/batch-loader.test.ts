@@ -1,0 +1,119 @@
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TRUNK_CALLS } from '../../src/db/table-specs.js';
+import {
+  BatchLoader,
+  loadLanesFor,
+  type CommitHook,
+  type LoadTarget,
+} from '../../src/load/batch-loader.js';
+import { epochMicrosFromMillis } from '../../src/util/micros.js';
+import { trunkCallRow as call } from '../support/load-rows.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+const opened: TestDatabase[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((test) => test.close()));
+});
+
+async function loaderTarget(): Promise<LoadTarget & { test: TestDatabase }> {
+  const test = await createTestDatabase();
+  opened.push(test);
+  return {
+    test,
+    database: test.database,
+    runId: 1,
+    loadStrategy: 'copy',
+    now: () => epochMicrosFromMillis(Date.now()),
+    stats: { recordsUpserted: 0, recordsChanged: 0, recordsRejected: 0 },
+  };
+}
+
+/** What a unit's hook saw: its transaction, and how many of the calls were stored by then. */
+interface HookSight {
+  readonly unit: number;
+  readonly transaction: string;
+  readonly stored: number;
+}
+
+describe('BatchLoader', () => {
+  it('with a unit delay, units committed in a row share one transaction, each with all its rows', async () => {
+    const target = await loaderTarget();
+    const loader = new BatchLoader(target, TRUNK_CALLS, {
+      lanes: 2,
+      batchSize: 1_000,
+      unitDelayMs: 60_000,
+    });
+    const seen: HookSight[] = [];
+    const committed: number[] = [];
+    for (let unit = 0; unit < 3; unit++) {
+      await loader.add(
+        Array.from({ length: 10 }, (_, index) => call(`u${unit}-${index}`)),
+        [],
+      );
+      loader.queueCommit(
+        async (trx) => {
+          const row = await sql<{ transaction: string; stored: number }>`
+            SELECT txid_current()::text AS transaction,
+              (SELECT count(*)::int FROM ${sql.id(target.database.schema, 'trunk_calls')}
+               WHERE call_uuid LIKE ${`u${unit}-%`}) AS stored`.execute(trx);
+          seen.push({ unit, ...row.rows[0]! });
+        },
+        () => committed.push(unit),
+      );
+    }
+    // Nothing written yet, well after a hook's round trip: the units wait for more (up to a minute
+    // here).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(seen).toEqual([]);
+    expect(committed).toEqual([]);
+    await loader.drain();
+    expect(committed).toEqual([0, 1, 2]);
+    expect(seen.map((sight) => sight.unit)).toEqual([0, 1, 2]);
+    expect(new Set(seen.map((sight) => sight.transaction)).size).toBe(1);
+    // Each unit's rows, on both lanes, were stored when its hook ran.
+    expect(seen.map((sight) => sight.stored)).toEqual([10, 10, 10]);
+    expect(target.stats.recordsUpserted).toBe(30);
+  });
+
+  it('a full batch takes the waiting units with it; without a delay each unit is its own transaction', async () => {
+    const target = await loaderTarget();
+    const grouped = new BatchLoader(target, TRUNK_CALLS, {
+      lanes: 1,
+      batchSize: 20,
+      unitDelayMs: 60_000,
+    });
+    const groupedSeen: string[] = [];
+    const hook =
+      (into: string[]): CommitHook =>
+      async (trx) => {
+        const row = await sql<{ transaction: string }>`
+        SELECT txid_current()::text AS transaction`.execute(trx);
+        into.push(row.rows[0]!.transaction);
+      };
+    await grouped.add([call('g-1')], []);
+    grouped.queueCommit(hook(groupedSeen));
+    // 20 rows buffered: the batch goes at once, with the unit waiting.
+    await grouped.add(
+      Array.from({ length: 19 }, (_, index) => call(`g-${index + 2}`)),
+      [],
+    );
+    await expect.poll(() => groupedSeen.length).toBe(1);
+    await grouped.drain();
+
+    const alone = new BatchLoader(target, TRUNK_CALLS, { lanes: 1, batchSize: 1_000 });
+    const aloneSeen: string[] = [];
+    for (let unit = 0; unit < 3; unit++) {
+      await alone.add([call(`a-${unit}`)], []);
+      alone.queueCommit(hook(aloneSeen));
+    }
+    await alone.drain();
+    expect(new Set(aloneSeen).size).toBe(3);
+  });
+
+  it('runs side by side load on one lane each; one run alone on two', () => {
+    expect(loadLanesFor(1)).toBe(2);
+    expect(loadLanesFor(2)).toBe(1);
+    expect(loadLanesFor(32)).toBe(1);
+  });
+});

@@ -1,0 +1,167 @@
+import { randomBytes } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/connect.js';
+import { sleep } from '../../src/util/sleep.js';
+import { findJobStateCounts } from '../../src/db/repositories/job-queue-repository.js';
+import type { JobQueue } from '../../src/jobs/job-queue.js';
+import { jobSchemaName } from '../../src/jobs/job-settings.js';
+import {
+  accountQueueName,
+  installJobSchema,
+  openPgBossQueue,
+} from '../../src/jobs/pg-boss-queue.js';
+import { createTestDatabase, harnessTarget, type TestDatabase } from '../support/test-database.js';
+
+const opened: TestDatabase[] = [];
+afterEach(async () => {
+  for (const test of opened.splice(0)) {
+    await sql`DROP SCHEMA IF EXISTS ${sql.id(jobSchemaName(test.database.schema))} CASCADE`.execute(
+      test.database.root,
+    );
+    await test.close();
+  }
+});
+
+const target = harnessTarget();
+
+describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
+  const url = target.kind === 'postgres' ? target.url : '';
+
+  async function openQueue(
+    test: Pick<TestDatabase, 'database'>,
+    options: { connectionString?: string; supervise?: boolean } = {},
+  ): Promise<JobQueue> {
+    return openPgBossQueue({
+      connectionString: options.connectionString ?? url,
+      schema: jobSchemaName(test.database.schema),
+      database: test.database,
+      leaseSeconds: 30,
+      retryLimit: 0,
+      retryDelaySeconds: 1,
+      maxConnections: 2,
+      supervise: options.supervise ?? false,
+      onError: () => undefined,
+    });
+  }
+
+  it('four processes creating the queues of the same twenty accounts at once: no deadlock, every job kept', async () => {
+    const test = await createTestDatabase();
+    opened.push(test);
+    await installJobSchema({
+      connectionString: url,
+      schema: jobSchemaName(test.database.schema),
+      onError: () => undefined,
+    });
+    const accounts = Array.from(
+      { length: 20 },
+      (_, index) => `MAQUEUE${String(index).padStart(2, '0')}`,
+    );
+    // pg-boss 10 creates a queue as a partition with a foreign key to its queue table: two creations
+    // at once take those locks in opposite orders and PostgreSQL ends one with "deadlock detected".
+    const queues = await Promise.all([0, 1, 2, 3].map(() => openQueue(test)));
+    try {
+      await Promise.all(
+        queues.map((queue, index) =>
+          queue.enqueue(
+            // Each process goes through the accounts from a different start, as workers do.
+            accounts.map((_, step) => ({
+              kind: 'sync' as const,
+              accountId: accounts[(step + index * 5) % accounts.length]!,
+              stream: 'trunk_calls' as const,
+            })),
+          ),
+        ),
+      );
+    } finally {
+      await Promise.all(queues.map((queue) => queue.stop()));
+    }
+    const counts = await findJobStateCounts(
+      test.database.root,
+      jobSchemaName(test.database.schema),
+      accounts.map(accountQueueName),
+    );
+    expect(counts.map((row) => [row.queue, row.state, row.count]).sort()).toEqual(
+      accounts.map((account) => [accountQueueName(account), 'created', 4]).sort(),
+    );
+  }, 60_000);
+
+  it('workers starting while a backfill enqueues: no deadlock, not even one pg-boss swallows', async () => {
+    // pg-boss creates a queue of its own when a process that keeps schedules starts, and ignores
+    // its failure: a deadlock there shows only in the database's statistics. A database of its
+    // own, then, so that those count this test alone.
+    const admin = await openDatabase({ url, dataDir: '', schema: 'public' }, { maxConnections: 1 });
+    const name = `telesync_jobq_${randomBytes(4).toString('hex')}`;
+    await sql`CREATE DATABASE ${sql.id(name)}`.execute(admin.root);
+    const ownUrl = withDatabaseName(url, name);
+    const database = await openDatabase(
+      { url: ownUrl, dataDir: '', schema: `t_${randomBytes(6).toString('hex')}` },
+      { maxConnections: 4 },
+    );
+    let closed = false;
+    const closeDatabase = async (): Promise<void> => {
+      if (!closed) await database.close();
+      closed = true;
+    };
+    try {
+      const accounts = Array.from({ length: 20 }, (_, index) => `MASTART${index}`);
+      for (let round = 0; round < 3; round++) {
+        await sql`DROP SCHEMA IF EXISTS ${sql.id(jobSchemaName(database.schema))} CASCADE`.execute(
+          database.root,
+        );
+        await installJobSchema({
+          connectionString: ownUrl,
+          schema: jobSchemaName(database.schema),
+          onError: () => undefined,
+        });
+        const opening = [0, 1, 2, 3].map((index) =>
+          openQueue({ database }, { connectionString: ownUrl, supervise: index % 2 === 0 }),
+        );
+        const queues = await Promise.all(opening);
+        try {
+          await Promise.all(
+            queues.map((queue, index) =>
+              queue.enqueue(
+                accounts.map((_, step) => ({
+                  kind: 'sync' as const,
+                  accountId: accounts[(step + index * 7) % accounts.length]!,
+                  stream: 'endpoints' as const,
+                })),
+              ),
+            ),
+          );
+        } finally {
+          await Promise.all(queues.map((queue) => queue.stop()));
+        }
+      }
+      await closeDatabase();
+      // A backend reports its statistics when it ends: wait for the closed pools' backends to go.
+      expect(await deadlocksOnceIdle(admin.root, name)).toBe(0);
+    } finally {
+      await closeDatabase();
+      await sql`DROP DATABASE IF EXISTS ${sql.id(name)} WITH (FORCE)`.execute(admin.root);
+      await admin.close();
+    }
+  }, 120_000);
+});
+
+function withDatabaseName(connectionString: string, name: string): string {
+  const parsed = new URL(connectionString);
+  parsed.pathname = `/${name}`;
+  return parsed.toString();
+}
+
+async function deadlocksOnceIdle(root: Kysely<unknown>, name: string): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const { rows } = await sql<{ connected: number }>`
+      SELECT count(*)::int AS connected FROM pg_stat_activity WHERE datname = ${name}`.execute(
+      root,
+    );
+    if (rows[0]?.connected === 0) break;
+    await sleep(100);
+  }
+  await sql`SELECT pg_stat_clear_snapshot()`.execute(root);
+  const { rows } = await sql<{ deadlocks: number }>`
+    SELECT deadlocks::int AS deadlocks FROM pg_stat_database WHERE datname = ${name}`.execute(root);
+  return rows[0]?.deadlocks ?? -1;
+}

@@ -1,0 +1,212 @@
+import type { IncomingMessage } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { planCoverageDays, type CoverageWindow } from '../../src/domain/coverage-days.js';
+import {
+  coverageCellClasses,
+  escapeHtml,
+  formatDuration,
+  renderStatusPage,
+  type StatusPageView,
+} from '../../src/http/status-page.js';
+import { createStatusPageRoute } from '../../src/http/status-page-route.js';
+import { horizonStart } from '../../src/sync/window-planner.js';
+import { toEpochMicros } from '../../src/util/micros.js';
+
+const NOW = toEpochMicros('2025-06-01T12:00:00Z');
+const HOSTILE = `<script>alert("x")</script>&'`;
+
+function day(from: string, status: CoverageWindow['status'], totalCount: number | null) {
+  const start = toEpochMicros(`${from}T00:00:00Z`);
+  return { status, start, end: start + 86_400_000_000, totalCount };
+}
+
+function view(overrides: Partial<StatusPageView> = {}): StatusPageView {
+  const coverage = planCoverageDays({
+    windows: [
+      day('2025-03-05', 'failed', null),
+      day('2025-03-06', 'complete', 12),
+      day('2025-05-30', 'complete', 20),
+      day('2025-05-31', 'planned', null),
+    ],
+    storedRowsByDay: new Map([
+      ['2025-03-06', 12],
+      ['2025-05-30', 18],
+    ]),
+    trackedFrom: toEpochMicros('2025-03-05T00:00:00Z'),
+    now: NOW,
+    horizonStart: horizonStart(NOW),
+  });
+  return {
+    generatedAt: '2025-06-01T12:00:00.000Z',
+    horizonStart: '2025-03-03T12:10:00Z',
+    horizonAlarmDays: 7,
+    version: '1.2.3',
+    accounts: [
+      {
+        accountId: `MA_${HOSTILE}`,
+        coverage,
+        unreadNearHorizon: ['2025-03-05'],
+        streams: [
+          {
+            stream: 'trunk_calls',
+            schedule: '*/15 * * * *',
+            watermark: '2025-06-01T11:45:00.123456Z',
+            lagSeconds: 900,
+            rejects: 3,
+            lastRejectAt: '2025-06-01T11:40:00Z',
+            runs: [
+              {
+                id: 2,
+                command: `schedule ${HOSTILE}`,
+                status: 'failed',
+                startedAt: '2025-06-01T11:50:00Z',
+                finishedAt: '2025-06-01T11:51:00Z',
+                recordsFetched: 0,
+                recordsChanged: 0,
+                recordsRejected: 0,
+                requests: 4,
+                error: `503 from the service: <img src=x onerror="alert(1)"> ${HOSTILE}`,
+              },
+              {
+                id: 1,
+                command: 'schedule',
+                status: 'succeeded',
+                startedAt: '2025-06-01T11:30:00Z',
+                finishedAt: '2025-06-01T11:31:00Z',
+                recordsFetched: 120,
+                recordsChanged: 7,
+                recordsRejected: 3,
+                requests: 9,
+                error: null,
+              },
+            ],
+          },
+          {
+            stream: 'endpoints',
+            schedule: 'off',
+            watermark: null,
+            lagSeconds: null,
+            rejects: 0,
+            lastRejectAt: null,
+            runs: [],
+          },
+        ],
+      },
+    ],
+    ...overrides,
+  };
+}
+
+/** The strip's cells: day → classes. */
+function cells(html: string): Map<string, string[]> {
+  const found = [...html.matchAll(/<span class="([^"]+)" data-day="([^"]+)"/g)];
+  return new Map(found.map((match) => [match[2]!, match[1]!.split(' ')]));
+}
+
+describe('renderStatusPage', () => {
+  it('escapes every value from the database: no markup gets through', () => {
+    const html = renderStatusPage(view());
+    expect(html).not.toContain('<script');
+    expect(html).not.toContain('<img');
+    expect(html).not.toContain('onerror="');
+    expect(html).toContain('MA_&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;');
+    expect(html).toContain('&lt;img src=x onerror=&quot;alert(1)&quot;&gt;');
+    // In an attribute as well.
+    expect(html).toContain('data-account="MA_&lt;script&gt;alert(&quot;x&quot;)');
+  });
+
+  it('shows per stream the schedule, watermark, lag, recent runs with their counts, and rejects', () => {
+    const html = renderStatusPage(view());
+    const trunk = /<tr data-stream="trunk_calls">(.*?)<\/tr>/s.exec(html)?.[1] ?? '';
+    expect(trunk).toContain('<code>*/15 * * * *</code>');
+    expect(trunk).toContain('2025-06-01T11:45:00.123456Z');
+    expect(trunk).toContain('<td>15 min</td>');
+    expect(trunk).toMatch(/status failed">failed<\/span> <time[^>]*>2025-06-01T11:51:00Z/);
+    expect(trunk).toContain('120 fetched, 7 changed, 3 rejected, 9 requests');
+    expect(trunk).toContain('<span class="bad">3</span>');
+    const endpoints = /<tr data-stream="endpoints">(.*?)<\/tr>/s.exec(html)?.[1] ?? '';
+    expect(endpoints).toContain('<code>off</code>');
+    expect(endpoints).toContain('no run yet');
+  });
+
+  it('draws one cell per day of the strip, classed by the ledger', () => {
+    const strip = cells(renderStatusPage(view()));
+    expect(strip.size).toBe(90);
+    expect(strip.get('2025-03-03')).toEqual(['day', 'unread']);
+    expect(strip.get('2025-03-05')).toEqual(['day', 'incomplete', 'failed', 'alarm']);
+    expect(strip.get('2025-03-06')).toEqual(['day', 'complete']);
+    expect(strip.get('2025-04-15')).toEqual(['day', 'unread']);
+    expect(strip.get('2025-05-30')).toEqual(['day', 'complete', 'missing']);
+    expect(strip.get('2025-05-31')).toEqual(['day', 'incomplete']);
+  });
+
+  it("puts the service's count beside the rows stored, per day", () => {
+    const html = renderStatusPage(view());
+    expect(html).toContain(
+      '<tr data-day="2025-05-30" class="differs"><td>2025-05-30</td><td>complete</td><td>20</td><td>18</td></tr>',
+    );
+    expect(html).toContain(
+      '<tr data-day="2025-03-06"><td>2025-03-06</td><td>complete</td><td>12</td><td>12</td></tr>',
+    );
+    expect(html).toContain('1 counted day(s) differ; 32 counted, 30 stored');
+  });
+
+  it('raises the horizon alarm at the top only when a day is counted', () => {
+    expect(renderStatusPage(view())).toContain('role="alert"');
+    const [account] = view().accounts;
+    const calm = renderStatusPage(view({ accounts: [{ ...account!, unreadNearHorizon: [] }] }));
+    expect(calm).not.toContain('role="alert"');
+  });
+
+  it('loads nothing: no script, no stylesheet link, no image, no url() in the CSS', () => {
+    const html = renderStatusPage(view());
+    expect(html).not.toMatch(/<script|<link|<img|<iframe|@import|url\(/i);
+    expect(html).toContain(`content="default-src 'none'; style-src 'unsafe-inline'"`);
+  });
+});
+
+describe('coverageCellClasses', () => {
+  it('adds failed, missing and alarm to the state', () => {
+    const [first] = planCoverageDays({
+      windows: [],
+      storedRowsByDay: new Map(),
+      trackedFrom: null,
+      now: NOW,
+      horizonStart: horizonStart(NOW),
+    });
+    expect(coverageCellClasses(first!, false)).toEqual(['day', 'unread']);
+    expect(coverageCellClasses({ ...first!, failed: true }, true)).toEqual([
+      'day',
+      'unread',
+      'failed',
+      'alarm',
+    ]);
+  });
+});
+
+describe('formatting', () => {
+  it('escapes the five HTML specials', () => {
+    expect(escapeHtml(`<a href="x">'&'</a>`)).toBe(
+      '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;',
+    );
+  });
+  it('gives durations in two units at most', () => {
+    expect([42, 900, 3 * 3600 + 300, 50 * 3600].map(formatDuration)).toEqual([
+      '42 s',
+      '15 min',
+      '3 h 5 min',
+      '2 d 2 h',
+    ]);
+  });
+});
+
+describe('the / route', () => {
+  it('answers 200 with the rendered page as HTML', async () => {
+    const route = createStatusPageRoute(() => Promise.resolve(view()));
+    expect(route).toMatchObject({ method: 'GET', path: '/' });
+    const answer = await route.answer({} as IncomingMessage);
+    expect(answer.status).toBe(200);
+    expect(answer.contentType).toBe('text/html; charset=utf-8');
+    expect(answer.body).toBe(renderStatusPage(view()));
+  });
+});

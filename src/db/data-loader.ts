@@ -28,6 +28,12 @@ export type QueryRunner = Pick<Kysely<unknown>, 'executeQuery'>;
 /** A row as a normaliser makes it: column → value. */
 export type LoadRow = Readonly<Record<string, unknown>>;
 
+/**
+ * The staging tables each transaction (the runner it was given) has loaded through: the runner of
+ * a transaction is one object for its whole life, and is collected with it.
+ */
+const stagedIn = new WeakMap<QueryRunner, Set<string>>();
+
 /** Postgres allows 65,535 parameters in one statement; multi-row INSERTs stay below it. */
 const MAX_STATEMENT_PARAMETERS = 65_000;
 
@@ -114,16 +120,23 @@ export async function upsertPreparedRows(
       unique.length === prepared.length
         ? prepared.lines
         : unique.map((index) => prepared.lines[index]!);
+    // ON COMMIT DELETE ROWS empties the staging table at commit, so only a second batch in the
+    // same transaction finds rows there (the first one's): emptied first then, and only then, since
+    // with many accounts loading small batches each statement's round trip counts. DELETE, not
+    // TRUNCATE: TRUNCATE gives the table a new file and so changes the catalog, which every other
+    // session must then catch up with.
+    const stagedBefore = stagedIn.get(trx);
+    if (stagedBefore?.has(staging) === true) {
+      await trx.executeQuery(CompiledQuery.raw(`DELETE FROM ${quoteIdent(staging)}`));
+    }
+    if (stagedBefore === undefined) stagedIn.set(trx, new Set([staging]));
+    else stagedBefore.add(staging);
     await trx.executeQuery(
       compileCopy(
         new CopyPayload(quoteIdent(staging), spec.columns.map(quoteIdent), `${lines.join('\n')}\n`),
       ),
     );
     written = await runUpsert(trx, buildUpsertSql(schema, spec, { staging }), [syncedAt], spec);
-    // ON COMMIT DELETE ROWS empties the staging table at commit; a second batch in the same
-    // transaction must not see the first one's rows. DELETE, not TRUNCATE: TRUNCATE gives the table
-    // a new file and so changes the catalog, which every other session must then catch up with.
-    await trx.executeQuery(CompiledQuery.raw(`DELETE FROM ${quoteIdent(staging)}`));
   } else {
     const rows = unique.map((index) => prepared.rows[index]!);
     const perStatement = Math.max(1, Math.floor(MAX_STATEMENT_PARAMETERS / spec.columns.length));

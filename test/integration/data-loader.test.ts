@@ -178,6 +178,33 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
     ]);
   });
 
+  it('batches in one transaction that change the same row: each sees only its own rows', async () => {
+    // Were the staging table not emptied between batches, the third upsert would meet the earlier
+    // batches' rows for the same key, and PostgreSQL refuses to update one row twice in a command.
+    const written = await handle.database.root.transaction().execute(async (trx) => {
+      const counts: number[] = [];
+      for (const amount of ['0.1', '0.2', '0.3']) {
+        const result = await upsertDataRows(
+          trx,
+          handle.database.schema,
+          TRUNK_CALLS,
+          [call('f1', { total_amount: amount })],
+          '2026-11-21T00:00:00Z',
+          strategy,
+        );
+        counts.push(result.written);
+      }
+      return counts;
+    });
+    expect(written).toEqual([1, 1, 1]);
+    const rows = await handle.database.db
+      .selectFrom('trunk_calls')
+      .select(['call_uuid', 'total_amount'])
+      .where('call_uuid', '=', 'f1')
+      .execute();
+    expect(rows.map((row) => [row.call_uuid, String(row.total_amount)])).toEqual([['f1', '0.3']]);
+  });
+
   it('loads two batches in one transaction without mixing them', async () => {
     const written = await handle.database.root.transaction().execute(async (trx) => {
       const first = await upsertDataRows(

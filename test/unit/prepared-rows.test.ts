@@ -70,4 +70,28 @@ describe('PreparedRows', () => {
       .map((line) => line.split('\t')[spec.columns.indexOf('alias')]);
     expect(aliases).toEqual(['two', 'new']);
   });
+
+  it('empties the staging table only before a second batch of the same transaction', async () => {
+    const { runner, queries } = recordingRunner();
+    const batch = (): PreparedRows => {
+      const prepared = new PreparedRows(spec, 'copy');
+      prepared.add(endpoint('e1', 'one'));
+      return prepared;
+    };
+    const kinds = (): string[] =>
+      queries.map((query) =>
+        copyPayloadOf(query) !== undefined ? 'copy' : query.sql.split(' ')[0]!.toLowerCase(),
+      );
+    await upsertPreparedRows(runner, 'telephony', batch(), '2026-11-21T00:00:00Z');
+    expect(kinds()).toEqual(['create', 'copy', 'insert']);
+    queries.length = 0;
+    await upsertPreparedRows(runner, 'telephony', batch(), '2026-11-21T00:00:00Z');
+    expect(kinds()).toEqual(['create', 'delete', 'copy', 'insert']);
+    // Another transaction (another runner) starts with an empty staging table.
+    const other = recordingRunner();
+    await upsertPreparedRows(other.runner, 'telephony', batch(), '2026-11-21T00:00:00Z');
+    expect(other.queries.map((query) => query.sql.split(' ')[0]!.toLowerCase())).not.toContain(
+      'delete',
+    );
+  });
 });

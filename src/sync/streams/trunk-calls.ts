@@ -117,7 +117,9 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
         await readAndComplete(context, key, window, loader, advance);
       }
     } catch (error) {
-      if ((await settleWindowError(context, key, window, ledger, error)) === 'stopped') break;
+      if ((await settleWindowError(context, key, window, ledger, loader, error)) === 'stopped') {
+        break;
+      }
     }
   }
   await loader.drain();
@@ -255,7 +257,9 @@ export async function backfillTrunkCalls(
     try {
       await readAndComplete(context, key, window, loader, leaveWatermark);
     } catch (error) {
-      if ((await settleWindowError(context, key, window, ledger, error)) === 'stopped') break;
+      if ((await settleWindowError(context, key, window, ledger, loader, error)) === 'stopped') {
+        break;
+      }
     }
   }
   await loader.drain();
@@ -286,7 +290,15 @@ function createLoader(context: RunContext): BatchLoader {
   });
 }
 
-/** Reads every page of a window and marks it complete, with `advance`, in the same transaction. */
+/**
+ * Reads every page of a window and marks it complete, with `advance`, in the same transaction.
+ *
+ * The window is marked running (an attempt more) through the loader too, not by a statement and a
+ * commit of its own awaited before the first page: it goes with the next transaction the loader
+ * writes (the previous windows' completion, a full batch, or at the latest this window's own
+ * completion), always before this window's completion. With many accounts of quiet days, a
+ * commit per window on the path of every read was a good part of the database's work.
+ */
 async function readAndComplete(
   context: RunContext,
   key: LedgerKey,
@@ -294,7 +306,9 @@ async function readAndComplete(
   loader: BatchLoader,
   advance: CommitHook,
 ): Promise<void> {
-  await markWindowRunning(context.database.db, context.database.schema, key, window, context.runId);
+  loader.queueCommit((trx) =>
+    markWindowRunning(trx, context.database.schema, key, window, context.runId),
+  );
   const read = await readTrunkCallWindowFully(context, window, loader);
   queueCompletion(context, key, window, loader, advance, {
     totalCount: read.total,
@@ -393,8 +407,13 @@ async function settleWindowError(
   key: LedgerKey,
   window: SlotWindow,
   ledger: ReadonlyMap<EpochMicros, LedgerEntry>,
+  loader: BatchLoader,
   error: unknown,
 ): Promise<'stopped' | 'failed'> {
+  // The window's running mark may still wait in the loader: it goes first, so that what is
+  // written below is the window's last word. A loader that failed says so again at the run's
+  // drain, so its failure is not lost here.
+  await loader.drain().catch(() => undefined);
   if (error instanceof PagingStoppedError) {
     context.stats.stopped = true;
     await restoreWindowStatus(

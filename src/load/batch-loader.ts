@@ -21,6 +21,19 @@ import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
  */
 export type CommitHook = (trx: Kysely<Tables>, syncedAt: string) => Promise<void>;
 
+/**
+ * The commit work of units that is the same statement for each (a window's ledger row): the units
+ * of one transaction that share a batch are written by one call, with their items in order.
+ */
+export interface CommitBatch<T> {
+  write(trx: Kysely<Tables>, items: readonly T[], syncedAt: string): Promise<void>;
+}
+
+/** A unit waiting to commit: a hook of its own, or an item of a batch. */
+type WaitingUnit = { readonly onCommitted: () => void } & (
+  { readonly hook: CommitHook } | { readonly batch: CommitBatch<unknown>; readonly item: unknown }
+);
+
 /** The counters of a run the loader keeps (RunStats has them). */
 export interface LoadCounters {
   /** Rows handed to the upsert. */
@@ -120,7 +133,7 @@ export class BatchLoader {
   readonly #maxPendingRows: number;
   readonly #unitDelayMs: number;
   /** Units committed by the caller, waiting (at most unitDelayMs) to go with the next ones. */
-  #units: { hook: CommitHook; onCommitted: () => void }[] = [];
+  #units: WaitingUnit[] = [];
   #unitTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -168,8 +181,20 @@ export class BatchLoader {
    * never lost.
    */
   queueCommit(hook: CommitHook, onCommitted: () => void = () => undefined): void {
+    this.#queueUnit({ hook, onCommitted });
+  }
+
+  /**
+   * queueCommit for a unit whose commit work is `item` of `batch`: the items of the units that
+   * share a transaction, one after another, go to one `batch.write`.
+   */
+  queueBatched<T>(batch: CommitBatch<T>, item: T, onCommitted: () => void = () => undefined): void {
+    this.#queueUnit({ batch, item, onCommitted });
+  }
+
+  #queueUnit(unit: WaitingUnit): void {
     this.#throwIfFailed();
-    this.#units.push({ hook, onCommitted });
+    this.#units.push(unit);
     if (this.#unitDelayMs <= 0 || this.#bufferedRows() >= this.#batchSize) {
       this.#commitUnits();
       return;
@@ -190,7 +215,22 @@ export class BatchLoader {
     // hooks once they have committed.
     const othersDone = Promise.all(others.map((lane) => this.#enqueue(lane, undefined)));
     const hooks: CommitHook = async (trx, syncedAt) => {
-      for (const unit of units) await unit.hook(trx, syncedAt);
+      for (let index = 0; index < units.length;) {
+        const unit = units[index]!;
+        if ('hook' in unit) {
+          await unit.hook(trx, syncedAt);
+          index++;
+          continue;
+        }
+        // The units after it of the same batch go with it.
+        const items: unknown[] = [];
+        for (; index < units.length; index++) {
+          const next = units[index]!;
+          if (!('batch' in next) || next.batch !== unit.batch) break;
+          items.push(next.item);
+        }
+        await unit.batch.write(trx, items, syncedAt);
+      }
     };
     void this.#enqueue(first!, hooks, othersDone).then(() => {
       if (this.#failure === undefined) for (const unit of units) unit.onCommitted();

@@ -4,6 +4,7 @@ import { TRUNK_CALLS } from '../../src/db/table-specs.js';
 import {
   BatchLoader,
   loadLanesFor,
+  type CommitBatch,
   type CommitHook,
   type LoadTarget,
 } from '../../src/load/batch-loader.js';
@@ -74,6 +75,39 @@ describe('BatchLoader', () => {
     // Each unit's rows, on both lanes, were stored when its hook ran.
     expect(seen.map((sight) => sight.stored)).toEqual([10, 10, 10]);
     expect(target.stats.recordsUpserted).toBe(30);
+  });
+
+  it('units of one batch that share a transaction are written by one call, split by a plain hook', async () => {
+    const target = await loaderTarget();
+    const loader = new BatchLoader(target, TRUNK_CALLS, {
+      lanes: 1,
+      batchSize: 1_000,
+      unitDelayMs: 60_000,
+    });
+    const calls: { items: string[]; transaction: string }[] = [];
+    const transactionOf = async (trx: Parameters<CommitHook>[0]): Promise<string> =>
+      (await sql<{ id: string }>`SELECT txid_current()::text AS id`.execute(trx)).rows[0]!.id;
+    const batch: CommitBatch<string> = {
+      async write(trx, items) {
+        calls.push({ items: [...items], transaction: await transactionOf(trx) });
+      },
+    };
+    const committed: string[] = [];
+    const plain: string[] = [];
+    for (const item of ['a', 'b', 'c'])
+      loader.queueBatched(batch, item, () => committed.push(item));
+    loader.queueCommit(async (trx) => {
+      plain.push(await transactionOf(trx));
+    });
+    for (const item of ['d', 'e']) loader.queueBatched(batch, item, () => committed.push(item));
+    await loader.drain();
+    expect(calls.map((call) => call.items)).toEqual([
+      ['a', 'b', 'c'],
+      ['d', 'e'],
+    ]);
+    // All in one transaction, in the order queued, and each unit told once it committed.
+    expect(new Set([...calls.map((call) => call.transaction), ...plain]).size).toBe(1);
+    expect(committed).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
   it('a full batch takes the waiting units with it; without a delay each unit is its own transaction', async () => {

@@ -154,6 +154,99 @@ export async function completeWindow(
   `.execute(trx);
 }
 
+/** What a run did to a window, in the order it did it: began reading it, or completed it. */
+export type WindowChange =
+  | { readonly kind: 'running'; readonly window: SlotWindow; readonly runId: number }
+  | { readonly kind: 'complete'; readonly completion: WindowCompletion };
+
+/** The changes to one slot, folded: attempts begun, and the last completion if any. */
+interface FoldedChange {
+  readonly window: SlotWindow;
+  attempts: number;
+  runId: number;
+  completion: WindowCompletion | undefined;
+}
+
+/**
+ * Applies `changes` (running marks and completions of the windows of one account and stream) in
+ * one statement: the same rows as markWindowRunning and completeWindow called one after another,
+ * in order. A transaction that commits several quiet windows at once would otherwise send two
+ * statements per window, and with many accounts at once each statement's round trip is what the
+ * database spends its time on. A slot with no row yet (every run inserts its planned windows
+ * first, so only in a race with a reset) gets its row from those two functions.
+ */
+export async function recordWindowChanges(
+  trx: Kysely<Tables>,
+  schema: string,
+  key: LedgerKey,
+  changes: readonly WindowChange[],
+): Promise<void> {
+  const folded = new Map<EpochMicros, FoldedChange>();
+  for (const change of changes) {
+    const window = change.kind === 'running' ? change.window : change.completion;
+    const entry = folded.get(window.slotStart) ?? {
+      window,
+      attempts: 0,
+      runId: 0,
+      completion: undefined,
+    };
+    if (change.kind === 'running') {
+      entry.attempts++;
+      entry.runId = change.runId;
+    } else {
+      entry.completion = change.completion;
+      entry.runId = change.completion.runId;
+    }
+    folded.set(window.slotStart, entry);
+  }
+  if (folded.size === 0) return;
+  const records = [...folded.values()].map(({ window, attempts, runId, completion }) => ({
+    slot_start: formatIsoMicros(window.slotStart),
+    status: completion === undefined ? 'running' : 'complete',
+    range_start: formatIsoMicros(completion?.start ?? window.start),
+    range_end: formatIsoMicros(completion?.end ?? window.end),
+    total_count: completion?.totalCount ?? null,
+    attempts,
+    run_id: runId,
+    read_at: completion?.readAt ?? null,
+    verified_at: completion?.verifiedAt ?? null,
+  }));
+  const complete = sql`x.status = 'complete'`;
+  const updated = await sql<{ slot_start: string }>`
+    UPDATE ${sql.id(schema, 'sync_windows')} AS w SET
+      status = x.status,
+      time_range = CASE WHEN ${complete}
+        THEN tstzrange(x.range_start, x.range_end, '[)') ELSE w.time_range END,
+      total_count = CASE WHEN ${complete} THEN x.total_count ELSE w.total_count END,
+      rows_stored = CASE WHEN ${complete}
+        THEN (SELECT count(*) FROM ${sql.id(schema, 'trunk_calls')} AS t
+              WHERE t.account_id = w.account_id
+                AND t.end_time >= x.range_start AND t.end_time < x.range_end)
+        ELSE w.rows_stored END,
+      last_error = CASE WHEN ${complete} THEN NULL ELSE w.last_error END,
+      attempts = w.attempts + x.attempts,
+      last_run_id = x.run_id,
+      read_at = COALESCE(x.read_at, w.read_at),
+      verified_at = COALESCE(x.verified_at, w.verified_at),
+      updated_at = now()
+    FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS x(
+      slot_start timestamptz, status text, range_start timestamptz, range_end timestamptz,
+      total_count bigint, attempts integer, run_id bigint, read_at timestamptz,
+      verified_at timestamptz)
+    WHERE w.account_id = ${key.accountId} AND w.stream = ${key.stream}
+      AND w.slot_start = x.slot_start
+    RETURNING w.slot_start`.execute(trx);
+  if (updated.rows.length === folded.size) return;
+  const found = new Set(updated.rows.map((row) => toEpochMicros(row.slot_start)));
+  for (const [slotStart, { window, attempts, runId, completion }] of folded) {
+    if (found.has(slotStart)) continue;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      await markWindowRunning(trx, schema, key, window, runId);
+    }
+    if (completion !== undefined) await completeWindow(trx, schema, key, completion);
+  }
+}
+
 /**
  * Puts back the status a slot had before a run began reading it, when the run stopped on request
  * half-way: a re-read that was cut short does not undo an earlier complete read, and a window never

@@ -8,12 +8,12 @@ import {
   saveCursor,
 } from '../../db/repositories/sync-state-repository.js';
 import {
-  completeWindow,
   failWindow,
   findLedgerEntries,
   insertPlannedWindows,
-  markWindowRunning,
+  recordWindowChanges,
   restoreWindowStatus,
+  type WindowChange,
   type WindowCompletion,
 } from '../../db/repositories/sync-windows-repository.js';
 import { TRUNK_CALLS } from '../../db/table-specs.js';
@@ -23,7 +23,7 @@ import type {
   LedgerKey,
   SlotWindow,
 } from '../../domain/ledger-entry.js';
-import { BatchLoader, type CommitHook } from '../../load/batch-loader.js';
+import { BatchLoader, type CommitBatch, type CommitHook } from '../../load/batch-loader.js';
 import { describeError } from '../../util/coerce-error.js';
 import { formatIsoMicros, parseEpochMicros, type EpochMicros } from '../../util/micros.js';
 import type { Tables } from '../../db/schema.js';
@@ -93,7 +93,9 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
     to: plan.to,
     startedAt: now,
   };
-  const advance: CommitHook = (trx) => advanceWatermarkFromLedger(trx, key, pass);
+  const ledgerWrites = windowLedger(context, key, (trx) =>
+    advanceWatermarkFromLedger(trx, key, pass),
+  );
   const loader = createLoader(context);
 
   for (const window of windows) {
@@ -105,7 +107,7 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
     const action = decideIncremental(window, entry, deepRecheck);
     try {
       if (action.kind === 'probe' && entry !== undefined) {
-        await probeWindow(context, key, window, entry, loader, advance);
+        await probeWindow(context, window, entry, loader, ledgerWrites);
       } else {
         context.log.debug(
           {
@@ -114,7 +116,7 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
           },
           'reading window',
         );
-        await readAndComplete(context, key, window, loader, advance);
+        await readAndComplete(context, window, loader, ledgerWrites);
       }
     } catch (error) {
       if ((await settleWindowError(context, key, window, ledger, loader, error)) === 'stopped') {
@@ -243,6 +245,7 @@ export async function backfillTrunkCalls(
     key,
     windows.filter((window) => !ledger.has(window.slotStart)),
   );
+  const ledgerWrites = windowLedger(context, key, leaveWatermark);
   const loader = createLoader(context);
   for (const window of windows) {
     if (context.signal?.aborted) {
@@ -255,7 +258,7 @@ export async function backfillTrunkCalls(
       continue;
     }
     try {
-      await readAndComplete(context, key, window, loader, leaveWatermark);
+      await readAndComplete(context, window, loader, ledgerWrites);
     } catch (error) {
       if ((await settleWindowError(context, key, window, ledger, loader, error)) === 'stopped') {
         break;
@@ -281,6 +284,24 @@ const leaveWatermark: CommitHook = () => Promise.resolve();
  */
 const WINDOW_COMMIT_DELAY_MS = 1_000;
 
+/**
+ * The window ledger of one run, written through the loader: the running marks and completions of
+ * the windows that share a transaction in one statement, then `advance` (the watermark, from the
+ * ledger) once if any window completed.
+ */
+function windowLedger(
+  context: RunContext,
+  key: LedgerKey,
+  advance: CommitHook,
+): CommitBatch<WindowChange> {
+  return {
+    async write(trx, changes, syncedAt) {
+      await recordWindowChanges(trx, context.database.schema, key, changes);
+      if (changes.some((change) => change.kind === 'complete')) await advance(trx, syncedAt);
+    },
+  };
+}
+
 /** The stream's loader: rows in batches of TELESYNC_BATCH_SIZE, over the run's load lanes. */
 function createLoader(context: RunContext): BatchLoader {
   return new BatchLoader(context, TRUNK_CALLS, {
@@ -291,7 +312,8 @@ function createLoader(context: RunContext): BatchLoader {
 }
 
 /**
- * Reads every page of a window and marks it complete, with `advance`, in the same transaction.
+ * Reads every page of a window and marks it complete in the transaction of its last rows (with
+ * the watermark, for an incremental run).
  *
  * The window is marked running (an attempt more) through the loader too, not by a statement and a
  * commit of its own awaited before the first page: it goes with the next transaction the loader
@@ -301,43 +323,40 @@ function createLoader(context: RunContext): BatchLoader {
  */
 async function readAndComplete(
   context: RunContext,
-  key: LedgerKey,
   window: SlotWindow,
   loader: BatchLoader,
-  advance: CommitHook,
+  ledgerWrites: CommitBatch<WindowChange>,
 ): Promise<void> {
-  loader.queueCommit((trx) =>
-    markWindowRunning(trx, context.database.schema, key, window, context.runId),
-  );
+  loader.queueBatched(ledgerWrites, { kind: 'running', window, runId: context.runId });
   const read = await readTrunkCallWindowFully(context, window, loader);
-  queueCompletion(context, key, window, loader, advance, {
+  queueCompletion(context, window, loader, ledgerWrites, {
     totalCount: read.total,
     readAt: formatIsoMicros(context.now()),
   });
 }
 
 /**
- * Marks `window` complete, with `advance`, in the transaction of its last batch. Queued, not
- * awaited: the next window is fetched while this one's last batch commits.
+ * Marks `window` complete in the transaction of its last batch. Queued, not awaited: the next
+ * window is fetched while this one's last batch commits.
  */
 function queueCompletion(
   context: RunContext,
-  key: LedgerKey,
   window: SlotWindow,
   loader: BatchLoader,
-  advance: CommitHook,
+  ledgerWrites: CommitBatch<WindowChange>,
   stamp: Pick<WindowCompletion, 'totalCount' | 'readAt' | 'verifiedAt'>,
 ): void {
-  loader.queueCommit(
-    async (trx, syncedAt) => {
-      await completeWindow(trx, context.database.schema, key, {
+  loader.queueBatched(
+    ledgerWrites,
+    {
+      kind: 'complete',
+      completion: {
         slotStart: window.slotStart,
         start: window.start,
         end: window.end,
         runId: context.runId,
         ...stamp,
-      });
-      await advance(trx, syncedAt);
+      },
     },
     () => context.stats.windowsCompleted++,
   );
@@ -350,11 +369,10 @@ function queueCompletion(
  */
 async function probeWindow(
   context: RunContext,
-  key: LedgerKey,
   window: SlotWindow,
   entry: LedgerEntry,
   loader: BatchLoader,
-  advance: CommitHook,
+  ledgerWrites: CommitBatch<WindowChange>,
 ): Promise<void> {
   const total = await context.client
     .countTrunkCalls(
@@ -367,7 +385,7 @@ async function probeWindow(
   const outcome = afterProbe(window, entry, total);
   const verifiedAt = formatIsoMicros(context.now());
   const confirm = () =>
-    queueCompletion(context, key, window, loader, advance, { totalCount: total, verifiedAt });
+    queueCompletion(context, window, loader, ledgerWrites, { totalCount: total, verifiedAt });
   switch (outcome.kind) {
     case 'unchanged':
     case 'extend':
@@ -383,7 +401,7 @@ async function probeWindow(
         { window: describeWindow(window) },
         'calls arrived late in a window already read; reading it again',
       );
-      await readAndComplete(context, key, window, loader, advance);
+      await readAndComplete(context, window, loader, ledgerWrites);
       return;
     }
     case 'read-all':
@@ -391,7 +409,7 @@ async function probeWindow(
         { window: describeWindow(window), stored: entry.totalCount, service: total },
         'the service count of a window already read changed; reading it again',
       );
-      await readAndComplete(context, key, window, loader, advance);
+      await readAndComplete(context, window, loader, ledgerWrites);
       return;
   }
 }

@@ -71,8 +71,16 @@ describe(`recordWindowChanges (${harnessTarget().description})`, () => {
     const { db, schema } = handle.database;
     // Slot 0, 1, 3 planned; slot 2 failed before; slot 4 has no row at all.
     for (const key of [together, oneByOne]) {
-      await insertPlannedWindows(db, key, [day(0), day(1), day(2), day(3)]);
+      await insertPlannedWindows(db, key, [day(0), day(1), day(2), day(3), day(5), day(6)]);
       await failWindow(db, key, day(2).slotStart, 'the service answered 500');
+      // Slot 6 failed, slot 5 complete: below, each is only marked running (a re-read begun).
+      await failWindow(db, key, day(6).slotStart, 'the service answered 503');
+      await completeWindow(db, schema, key, {
+        ...day(5, 20),
+        totalCount: 3,
+        runId,
+        readAt: '2026-11-20T00:30:00Z',
+      });
       // Slot 3 was read in full before: its completion below only confirms it.
       await markWindowRunning(db, schema, key, day(3), runId);
       await completeWindow(db, schema, key, {
@@ -112,6 +120,8 @@ describe(`recordWindowChanges (${harnessTarget().description})`, () => {
         kind: 'complete',
         completion: { ...day(3), totalCount: 7, runId, verifiedAt: '2026-11-20T02:00:02Z' },
       },
+      { kind: 'running', window: day(5), runId },
+      { kind: 'running', window: day(6), runId },
       { kind: 'running', window: day(4), runId },
       {
         kind: 'complete',
@@ -133,14 +143,32 @@ describe(`recordWindowChanges (${harnessTarget().description})`, () => {
       ['complete', 1, 1],
       ['complete', 1, 1],
       ['complete', 1, 0],
+      ['running', 1, 0],
+      ['running', 1, null],
     ]);
     expect(await ledgerOf(together)).toEqual(expected);
   });
 
-  it('writes nothing for no changes', async () => {
+  it('a window read again after its completion in the same transaction ends running, as in order', async () => {
     const { db, schema } = handle.database;
-    const before = await ledgerOf(together);
-    await db.transaction().execute((trx) => recordWindowChanges(trx, schema, together, []));
-    expect(await ledgerOf(together)).toEqual(before);
+    const window = day(8);
+    for (const key of [together, oneByOne]) await insertPlannedWindows(db, key, [window]);
+    const completion = { ...window, totalCount: 0, runId, readAt: '2026-11-20T03:00:00Z' };
+    const changes: WindowChange[] = [
+      { kind: 'running', window, runId },
+      { kind: 'complete', completion },
+      { kind: 'running', window, runId },
+    ];
+    await db.transaction().execute((trx) => recordWindowChanges(trx, schema, together, changes));
+    await db.transaction().execute(async (trx) => {
+      await markWindowRunning(trx, schema, oneByOne, window, runId);
+      await completeWindow(trx, schema, oneByOne, completion);
+      await markWindowRunning(trx, schema, oneByOne, window, runId);
+    });
+    const [expected] = (await ledgerOf(oneByOne)).filter(
+      (row) => row.status === 'running' && row.attempts === 2,
+    );
+    expect(expected).toBeDefined();
+    expect(await ledgerOf(together)).toEqual(await ledgerOf(oneByOne));
   });
 });

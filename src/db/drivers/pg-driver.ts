@@ -20,6 +20,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { copyPayloadOf } from '../copy-payload.js';
 import { beginStatement } from './transaction-sql.js';
 import { SESSION_SETTINGS, TEXT_PARSERS } from '../type-parsers.js';
+import { CatalogIntrospector } from './catalog-introspector.js';
 
 /** Options of the node-postgres dialect. */
 export interface PgDialectOptions {
@@ -51,7 +52,7 @@ export class PgDialect implements Dialect {
     return new PostgresAdapter();
   }
   createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
-    return new PostgresIntrospector(db);
+    return new CatalogIntrospector(new PostgresIntrospector(db));
   }
 }
 

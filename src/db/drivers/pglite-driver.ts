@@ -16,6 +16,7 @@ import {
 } from 'kysely';
 import { copyPayloadOf } from '../copy-payload.js';
 import { beginStatement } from './transaction-sql.js';
+import { CatalogIntrospector } from './catalog-introspector.js';
 
 /**
  * Kysely dialect over one embedded PGlite instance.
@@ -39,7 +40,7 @@ export class PGliteDialect implements Dialect {
     return new PostgresAdapter();
   }
   createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
-    return new PostgresIntrospector(db);
+    return new CatalogIntrospector(new PostgresIntrospector(db));
   }
 }
 

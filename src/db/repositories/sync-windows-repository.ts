@@ -190,6 +190,15 @@ export async function recordWindowChanges(
       runId: 0,
       completion: undefined,
     };
+    if (change.kind === 'running' && entry.completion !== undefined) {
+      // Read again after a completion in the same transaction: the fold would lose the order.
+      for (const each of changes) {
+        if (each.kind === 'running')
+          await markWindowRunning(trx, schema, key, each.window, each.runId);
+        else await completeWindow(trx, schema, key, each.completion);
+      }
+      return;
+    }
     if (change.kind === 'running') {
       entry.attempts++;
       entry.runId = change.runId;

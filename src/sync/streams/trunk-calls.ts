@@ -59,7 +59,7 @@ const STREAM = 'trunk_calls';
  *
  * An incremental run reads from its watermark minus the lookback to now minus the settle lag;
  * windows already complete are only counted (one request each) and re-read when the count moved.
- * Each window's commit moves the watermark to what the ledger then justifies (see
+ * Each transaction that completes windows moves the watermark to what the ledger then justifies (see
  * watermarkFromLedger), whatever order windows complete in. A backfill re-reads any part of the
  * horizon, resumably, and leaves the watermark alone.
  */
@@ -317,8 +317,8 @@ function createLoader(context: RunContext): BatchLoader {
  *
  * The window is marked running (an attempt more) through the loader too, not by a statement and a
  * commit of its own awaited before the first page: it goes with the next transaction the loader
- * writes (the previous windows' completion, a full batch, or at the latest this window's own
- * completion), always before this window's completion. With many accounts of quiet days, a
+ * writes (the previous windows' completion, a full batch, the loader's 1 s unit delay, or at the
+ * latest this window's own completion), always before this window's completion. With many accounts of quiet days, a
  * commit per window on the path of every read was a good part of the database's work.
  */
 async function readAndComplete(
@@ -429,8 +429,9 @@ async function settleWindowError(
   error: unknown,
 ): Promise<'stopped' | 'failed'> {
   // The window's running mark may still wait in the loader: it goes first, so that what is
-  // written below is the window's last word. A loader that failed says so again at the run's
-  // drain, so its failure is not lost here.
+  // written below is the window's last word. A loader failure is kept by the loader: the run's
+  // last drain throws it when the loop goes on; when this error is thrown instead, the run fails
+  // with this one.
   await loader.drain().catch(() => undefined);
   if (error instanceof PagingStoppedError) {
     context.stats.stopped = true;

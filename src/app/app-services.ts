@@ -4,6 +4,7 @@ import { HttpTransport } from '../api/transport.js';
 import { ConfigError } from '../config/config-errors.js';
 import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
 import type { Database } from '../db/connect.js';
+import { pendingMigrations } from '../db/migrate.js';
 import { loadLanesFor } from '../load/batch-loader.js';
 import type { SyncDependencies } from '../sync/run-stream.js';
 import { describeError } from '../util/coerce-error.js';
@@ -166,4 +167,25 @@ export function createConnectionWarner(log: Logger): (what: string, error: Error
     if (held === undefined) return;
     log.warn({ err: error }, `${what}: ${description}${heldBackNote(held)}`);
   };
+}
+
+/** The database's schema is behind the code: `telesync migrate` must run first. */
+export class SchemaNotMigratedError extends Error {
+  override name = 'SchemaNotMigratedError';
+  constructor(
+    readonly schema: string,
+    readonly location: string,
+    /** Names of the pending migrations. */
+    readonly pending: readonly string[],
+  ) {
+    super(`the schema "${schema}" at ${location} has ${pending.length} pending migration(s)`);
+  }
+}
+
+/** Throws SchemaNotMigratedError when the database's schema has pending migrations. */
+export async function requireMigrated(database: Database): Promise<void> {
+  const pending = (await pendingMigrations(database)).map((migration) => migration.name);
+  if (pending.length > 0) {
+    throw new SchemaNotMigratedError(database.schema, database.location, pending);
+  }
 }

@@ -2,7 +2,6 @@ import { ConfigError } from '../config/config-errors.js';
 import { scheduleVariable } from '../config/config-defaults.js';
 import type { TelesyncConfig } from '../config/config-types.js';
 import { openDatabase } from '../db/connect.js';
-import { pendingMigrations } from '../db/migrate.js';
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { RunningHttpServer } from '../http/http-server.js';
 import { planSchedule, type SchedulePlan } from '../scheduler/schedule-plan.js';
@@ -15,10 +14,12 @@ import {
   createAppLogger,
   createConnectionWarner,
   createSyncDependencies,
+  requireMigrated,
   selectAccounts,
   type LogSink,
 } from './app-services.js';
 import { createServedRoutes } from './served-routes.js';
+
 import type { StreamCallbackService } from './stream-callback-service.js';
 
 /**
@@ -54,19 +55,6 @@ export interface SchedulerAppOptions {
 
 /** Streams × accounts in hand could ask for more than a PostgreSQL server allows one client. */
 const MAX_SCHEDULER_CONNECTIONS = 40;
-
-/** The database's schema is behind the code: `telesync migrate` must run first. */
-export class SchemaNotMigratedError extends Error {
-  override name = 'SchemaNotMigratedError';
-  constructor(
-    readonly schema: string,
-    readonly location: string,
-    /** Names of the pending migrations. */
-    readonly pending: readonly string[],
-  ) {
-    super(`the schema "${schema}" at ${location} has ${pending.length} pending migration(s)`);
-  }
-}
 
 /**
  * Builds the scheduler application from the configuration. Throws ConfigError when no account is
@@ -107,16 +95,11 @@ export async function openSchedulerApp(
     await Promise.allSettled([closeClients(), database.close()]);
   };
 
-  let pending: string[];
   try {
-    pending = (await pendingMigrations(database)).map((migration) => migration.name);
+    await requireMigrated(database);
   } catch (error) {
     await closeServices();
     throw error;
-  }
-  if (pending.length > 0) {
-    await closeServices();
-    throw new SchemaNotMigratedError(database.schema, database.location, pending);
   }
 
   // Trunk-call runs (the ones that load in lanes) at once: one per account.

@@ -8,7 +8,6 @@ import {
 } from '../db/repositories/job-queue-repository.js';
 import type { TelesyncConfig } from '../config/config-types.js';
 import { openDatabase } from '../db/connect.js';
-import { pendingMigrations } from '../db/migrate.js';
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { RunningHttpServer } from '../http/http-server.js';
 import { handleAccountJob } from '../jobs/job-handlers.js';
@@ -24,12 +23,12 @@ import {
   createAppLogger,
   createConnectionWarner,
   createSyncDependencies,
+  requireMigrated,
   selectAccounts,
   type LogSink,
 } from './app-services.js';
 import { databasePoolSize } from './command-app.js';
 import { createServedRoutes } from './served-routes.js';
-import { SchemaNotMigratedError } from './scheduler-app.js';
 
 /** How often a worker records that it is alive (status lists those seen in the last 3). */
 export const WORKER_HEARTBEAT_MS = 10_000;
@@ -97,9 +96,7 @@ export async function openWorkerApp(
   };
 
   try {
-    const pending = (await pendingMigrations(database)).map((migration) => migration.name);
-    if (pending.length > 0)
-      throw new SchemaNotMigratedError(database.schema, database.location, pending);
+    await requireMigrated(database);
     queue = await openPgBossQueue({
       connectionString,
       schema: jobSchemaName(config.database.schema),

@@ -1,9 +1,6 @@
 import type { Command } from 'commander';
-import {
-  openSchedulerApp,
-  SchemaNotMigratedError,
-  type SchedulerApp,
-} from '../app/scheduler-app.js';
+import { SchemaNotMigratedError } from '../app/app-services.js';
+import { openSchedulerApp, type SchedulerApp } from '../app/scheduler-app.js';
 import { CONFIG_DEFAULTS, scheduleVariable } from '../config/config-defaults.js';
 import type { RunningHttpServer } from '../http/http-server.js';
 import { longestTickGapMinutes } from '../scheduler/schedule-plan.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { SchemaNotMigratedError } from '../app/scheduler-app.js';
+import { SchemaNotMigratedError } from '../app/app-services.js';
 import { openWorkerApp } from '../app/worker-app.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';

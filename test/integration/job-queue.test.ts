@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/connect.js';
 import { sleep } from '../../src/util/sleep.js';
 import { findJobStateCounts } from '../../src/db/repositories/job-queue-repository.js';
+import type { StreamName } from '../../src/domain/streams.js';
 import type { JobQueue } from '../../src/jobs/job-queue.js';
 import { jobSchemaName } from '../../src/jobs/job-settings.js';
 import {
@@ -60,22 +61,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
     // pg-boss 10 creates a queue as a partition with a foreign key to its queue table: two creations
     // at once take those locks in opposite orders and PostgreSQL ends one with "deadlock detected".
     const queues = await Promise.all([0, 1, 2, 3].map(() => openQueue(test)));
-    try {
-      await Promise.all(
-        queues.map((queue, index) =>
-          queue.enqueue(
-            // Each process goes through the accounts from a different start, as workers do.
-            accounts.map((_, step) => ({
-              kind: 'sync' as const,
-              accountId: accounts[(step + index * 5) % accounts.length]!,
-              stream: 'trunk_calls' as const,
-            })),
-          ),
-        ),
-      );
-    } finally {
-      await Promise.all(queues.map((queue) => queue.stop()));
-    }
+    await enqueueEachAccountFromEach(queues, accounts, 5, 'trunk_calls');
     const counts = await findJobStateCounts(
       test.database.root,
       jobSchemaName(test.database.schema),
@@ -118,21 +104,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
           openQueue({ database }, { connectionString: ownUrl, supervise: index % 2 === 0 }),
         );
         const queues = await Promise.all(opening);
-        try {
-          await Promise.all(
-            queues.map((queue, index) =>
-              queue.enqueue(
-                accounts.map((_, step) => ({
-                  kind: 'sync' as const,
-                  accountId: accounts[(step + index * 7) % accounts.length]!,
-                  stream: 'endpoints' as const,
-                })),
-              ),
-            ),
-          );
-        } finally {
-          await Promise.all(queues.map((queue) => queue.stop()));
-        }
+        await enqueueEachAccountFromEach(queues, accounts, 7, 'endpoints');
       }
       await closeDatabase();
       // A backend reports its statistics when it ends: wait for the closed pools' backends to go.
@@ -144,6 +116,33 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
     }
   }, 120_000);
 });
+
+/**
+ * Every queue enqueues a sync job for every account, all at once, each going through the accounts
+ * from a different start (`stride` apart), as workers do; then every queue stops.
+ */
+async function enqueueEachAccountFromEach(
+  queues: readonly JobQueue[],
+  accounts: readonly string[],
+  stride: number,
+  stream: StreamName,
+): Promise<void> {
+  try {
+    await Promise.all(
+      queues.map((queue, index) =>
+        queue.enqueue(
+          accounts.map((_, step) => ({
+            kind: 'sync' as const,
+            accountId: accounts[(step + index * stride) % accounts.length]!,
+            stream,
+          })),
+        ),
+      ),
+    );
+  } finally {
+    await Promise.all(queues.map((queue) => queue.stop()));
+  }
+}
 
 function withDatabaseName(connectionString: string, name: string): string {
   const parsed = new URL(connectionString);

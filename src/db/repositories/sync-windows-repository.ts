@@ -184,7 +184,7 @@ export async function recordWindowChanges(
   const folded = new Map<EpochMicros, FoldedChange>();
   for (const change of changes) {
     const window = change.kind === 'running' ? change.window : change.completion;
-    const entry = folded.get(window.slotStart) ?? {
+    const entry = folded.get(slotOf(change)) ?? {
       window,
       attempts: 0,
       runId: 0,
@@ -192,11 +192,7 @@ export async function recordWindowChanges(
     };
     if (change.kind === 'running' && entry.completion !== undefined) {
       // Read again after a completion in the same transaction: the fold would lose the order.
-      for (const each of changes) {
-        if (each.kind === 'running')
-          await markWindowRunning(trx, schema, key, each.window, each.runId);
-        else await completeWindow(trx, schema, key, each.completion);
-      }
+      await applyOneByOne(trx, schema, key, changes);
       return;
     }
     if (change.kind === 'running') {
@@ -206,7 +202,7 @@ export async function recordWindowChanges(
       entry.completion = change.completion;
       entry.runId = change.completion.runId;
     }
-    folded.set(window.slotStart, entry);
+    folded.set(slotOf(change), entry);
   }
   if (folded.size === 0) return;
   const records = [...folded.values()].map(({ window, attempts, runId, completion }) => ({
@@ -247,12 +243,29 @@ export async function recordWindowChanges(
     RETURNING w.slot_start`.execute(trx);
   if (updated.rows.length === folded.size) return;
   const found = new Set(updated.rows.map((row) => toEpochMicros(row.slot_start)));
-  for (const [slotStart, { window, attempts, runId, completion }] of folded) {
-    if (found.has(slotStart)) continue;
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      await markWindowRunning(trx, schema, key, window, runId);
-    }
-    if (completion !== undefined) await completeWindow(trx, schema, key, completion);
+  await applyOneByOne(
+    trx,
+    schema,
+    key,
+    changes.filter((change) => !found.has(slotOf(change))),
+  );
+}
+
+function slotOf(change: WindowChange): EpochMicros {
+  return change.kind === 'running' ? change.window.slotStart : change.completion.slotStart;
+}
+
+/** `changes` as markWindowRunning and completeWindow, one statement each, in order. */
+async function applyOneByOne(
+  trx: Kysely<Tables>,
+  schema: string,
+  key: LedgerKey,
+  changes: readonly WindowChange[],
+): Promise<void> {
+  for (const change of changes) {
+    if (change.kind === 'running')
+      await markWindowRunning(trx, schema, key, change.window, change.runId);
+    else await completeWindow(trx, schema, key, change.completion);
   }
 }
 

@@ -6,6 +6,7 @@ import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
 import type { Database } from '../db/connect.js';
 import { pendingMigrations } from '../db/migrate.js';
 import { loadLanesFor } from '../load/batch-loader.js';
+import { LoadGate, QUEUED_BATCHES_PER_CONNECTION } from '../load/load-gate.js';
 import type { SyncDependencies } from '../sync/run-stream.js';
 import { describeError } from '../util/coerce-error.js';
 import { createLogger, type Logger } from '../util/logger.js';
@@ -147,7 +148,11 @@ export function createSyncDependencies(
     settings: config.sync,
     log,
     pageConcurrency: config.api.concurrency * PAGES_PER_CONNECTION,
-    loadLanes: loadLanesFor(runsAtOnce),
+    loadLanes: loadLanesFor(runsAtOnce, config.sync.loadConnections),
+    loadGate: new LoadGate(
+      config.sync.loadConnections,
+      config.sync.loadConnections * config.sync.batchSize * QUEUED_BATCHES_PER_CONNECTION,
+    ),
     secrets: configSecrets(config),
   };
 }

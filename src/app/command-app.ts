@@ -65,11 +65,12 @@ export interface CommandAppOptions {
 }
 
 /**
- * Connections for `accounts` worked on at once: a run holds one for its advisory lock and uses one
- * or two more for its batches, and a few are left for status reads. Never under node-postgres's 10.
+ * Connections for `accounts` worked on at once: a run holds one for its advisory lock and another
+ * now and then for its ledger and progress, the process's batches take `loadConnections` (see
+ * LoadGate), and a few are left for status reads. Never under node-postgres's 10.
  */
-export function databasePoolSize(accounts: number): number {
-  return Math.max(10, accounts * 3 + 2);
+export function databasePoolSize(accounts: number, loadConnections: number): number {
+  return Math.max(10, accounts * 2 + loadConnections + 2);
 }
 
 /** Builds the application of one command from its configuration. Opens nothing yet. */
@@ -79,7 +80,7 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
   const withDatabase = async <T>(use: (database: Database) => Promise<T>): Promise<T> => {
     const database = await openDatabase(config.database, {
       command: `telesync ${options.command}`,
-      maxConnections: databasePoolSize(config.accountConcurrency),
+      maxConnections: databasePoolSize(config.accountConcurrency, config.sync.loadConnections),
     });
     try {
       return await use(database);

@@ -85,7 +85,9 @@ export async function openSchedulerApp(
       MAX_SCHEDULER_CONNECTIONS,
       Math.max(
         10,
-        plan.scheduled.length * Math.min(accounts.length, config.accountConcurrency) * 2 + 2,
+        plan.scheduled.length * Math.min(accounts.length, config.accountConcurrency) * 2 +
+          config.sync.loadConnections +
+          2,
       ),
     ),
     onIdleError: (error) => warnConnection('an idle database connection failed', error),

@@ -85,7 +85,7 @@ export async function openWorkerApp(
   const warnConnection = createConnectionWarner(log);
   const database = await openDatabase(config.database, {
     command: 'telesync worker',
-    maxConnections: databasePoolSize(concurrency),
+    maxConnections: databasePoolSize(concurrency, config.sync.loadConnections),
     onIdleError: (error) => warnConnection('an idle database connection failed', error),
   });
   const { clients, close: closeClients } = createAccountClients(config.api, accounts, log);

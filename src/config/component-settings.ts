@@ -26,6 +26,8 @@ const MAX_HISTORY_DAYS = 90;
 const MAX_BODY_BYTES_LIMIT = 1024 * 1024 * 1024;
 /** Each account in hand holds about three database connections; PostgreSQL's default allows 100. */
 const MAX_ACCOUNT_CONCURRENCY = 32;
+/** More writers than a database server's cores only make them wait on each other. */
+const MAX_LOAD_CONNECTIONS = 64;
 
 const LOG_LEVELS: readonly LogLevel[] = [
   'trace',
@@ -166,6 +168,12 @@ export function readSyncSettings(reader: EnvReader): SyncSettings {
       MAX_HISTORY_DAYS,
     ),
     batchSize: reader.integerIn('TELESYNC_BATCH_SIZE', D.batchSize, 1, 20_000),
+    loadConnections: reader.integerIn(
+      'TELESYNC_LOAD_CONNECTIONS',
+      D.loadConnections,
+      1,
+      MAX_LOAD_CONNECTIONS,
+    ),
     snapshotDeleteGuard: reader.number(
       'TELESYNC_SNAPSHOT_DELETE_GUARD',
       D.snapshotDeleteGuard,

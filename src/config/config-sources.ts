@@ -62,6 +62,7 @@ const FILE_KEYS: Readonly<Record<string, string>> = {
   'sync.settle_lag_minutes': 'TELESYNC_SETTLE_LAG_MINUTES',
   'sync.deep_recheck_days': 'TELESYNC_DEEP_RECHECK_DAYS',
   'sync.batch_size': 'TELESYNC_BATCH_SIZE',
+  'sync.load_connections': 'TELESYNC_LOAD_CONNECTIONS',
   'sync.snapshot_delete_guard': 'TELESYNC_SNAPSHOT_DELETE_GUARD',
   'sync.lookup_max_attempts': 'TELESYNC_LOOKUP_MAX_ATTEMPTS',
   'sync.powerpack_refresh_hours': 'TELESYNC_POWERPACK_REFRESH_HOURS',

@@ -15,14 +15,124 @@ export class CopyPayload {
     /** Quoted column names in the order of the data's fields. */
     readonly columns: readonly string[],
     /** Rows in COPY text format (tab-separated, `\N` for null, newline-terminated). */
-    readonly data: string,
+    readonly data: CopyText | string,
   ) {}
+
+  /** The data as the bytes to send, in order. */
+  chunks(): Buffer[] {
+    return typeof this.data === 'string' ? [Buffer.from(this.data, 'utf8')] : this.data.chunks();
+  }
 
   /** The COPY statement reading the data from `source` (`STDIN`, or a file such as PGlite's). */
   statement(source: string): string {
     return `COPY ${this.target} (${this.columns.join(', ')}) FROM ${source}`;
   }
 }
+
+/**
+ * Bytes of a chunk of CopyText. A batch of rows is a few megabytes, sent as a few chunks: large
+ * enough that sending them is a few socket writes, small enough that a batch buffered while others
+ * load wastes little at the end of its last chunk.
+ */
+const COPY_CHUNK_BYTES = 256 * 1024;
+
+/**
+ * Rows in COPY text format, written as UTF-8 into byte chunks as they come. Faster and smaller than
+ * keeping each row's line as a string and joining a batch's lines into one string before sending it
+ * (measured: about a tenth of the time): the bytes are written once, outside the JavaScript heap,
+ * and go to the socket as they are.
+ */
+export class CopyText {
+  readonly #chunks: Buffer[] = [];
+  #current: Buffer | undefined;
+  #used = 0;
+  /** Each row's chunk, and its first byte in that chunk (a row never spans two chunks). */
+  readonly #rowChunk: number[] = [];
+  readonly #rowStart: number[] = [];
+  #byteLength = 0;
+
+  get rowCount(): number {
+    return this.#rowStart.length;
+  }
+
+  get byteLength(): number {
+    return this.#byteLength;
+  }
+
+  /** Adds one row: `line` is its fields in COPY text format, tab-separated, without a newline. */
+  append(line: string): void {
+    // A UTF-16 code unit is at most three bytes of UTF-8.
+    const room = line.length * 3 + 1;
+    if (this.#current === undefined || this.#current.length - this.#used < room) {
+      this.#startChunk(room);
+    }
+    const current = this.#current!;
+    this.#rowChunk.push(this.#chunks.length);
+    this.#rowStart.push(this.#used);
+    const written = current.write(line, this.#used, 'utf8');
+    current[this.#used + written] = NEWLINE;
+    this.#used += written + 1;
+    this.#byteLength += written + 1;
+  }
+
+  /** The rows at `indexes`, in that order, as a CopyText of their own. */
+  pick(indexes: readonly number[]): CopyText {
+    const picked = new CopyText();
+    for (const index of indexes) picked.#appendBytes(this.#rowBytes(index));
+    return picked;
+  }
+
+  /** The filled part of every chunk, in order. */
+  chunks(): Buffer[] {
+    const chunks = [...this.#chunks];
+    if (this.#current !== undefined && this.#used > 0) {
+      chunks.push(this.#current.subarray(0, this.#used));
+    }
+    return chunks;
+  }
+
+  /** The rows as one string (for tests and diagnostics: the loader sends the chunks). */
+  toString(): string {
+    return Buffer.concat(this.chunks()).toString('utf8');
+  }
+
+  #rowBytes(index: number): Buffer {
+    const chunkIndex = this.#rowChunk[index];
+    const start = this.#rowStart[index];
+    if (chunkIndex === undefined || start === undefined) {
+      throw new RangeError(`no row ${index} in ${this.rowCount}`);
+    }
+    const chunk = chunkIndex < this.#chunks.length ? this.#chunks[chunkIndex]! : this.#current!;
+    const nextInChunk = this.#rowChunk[index + 1] === chunkIndex;
+    const end = nextInChunk
+      ? this.#rowStart[index + 1]!
+      : chunkIndex < this.#chunks.length
+        ? chunk.length
+        : this.#used;
+    return chunk.subarray(start, end);
+  }
+
+  #appendBytes(bytes: Buffer): void {
+    if (this.#current === undefined || this.#current.length - this.#used < bytes.length) {
+      this.#startChunk(bytes.length);
+    }
+    this.#rowChunk.push(this.#chunks.length);
+    this.#rowStart.push(this.#used);
+    bytes.copy(this.#current!, this.#used);
+    this.#used += bytes.length;
+    this.#byteLength += bytes.length;
+  }
+
+  #startChunk(room: number): void {
+    if (this.#current !== undefined && this.#used > 0) {
+      this.#chunks.push(this.#current.subarray(0, this.#used));
+    }
+    this.#current = Buffer.allocUnsafe(Math.max(COPY_CHUNK_BYTES, room));
+    this.#used = 0;
+  }
+}
+
+const NEWLINE = 0x0a;
 
 /** Returns the payload when `query` is a COPY request built by `compileCopy`. */
 export function copyPayloadOf(query: CompiledQuery): CopyPayload | undefined {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CompiledQuery, type Kysely } from 'kysely';
-import { compileCopy, CopyPayload, encodeCopyValue } from './copy-payload.js';
+import { compileCopy, CopyPayload, CopyText, encodeCopyValue } from './copy-payload.js';
 import { qualifiedName, quoteIdent } from './identifiers.js';
 import { VOLATILE_RAW_KEYS, type DataTableSpec } from './table-specs.js';
 
@@ -38,17 +38,17 @@ const stagedIn = new WeakMap<QueryRunner, Set<string>>();
 const MAX_STATEMENT_PARAMETERS = 65_000;
 
 /**
- * Rows made ready for one loading strategy as they are buffered: for COPY, each row's text line;
- * for INSERT, the row itself; for both, its key. A batch waits a fraction of a second before it is
- * written, long enough for V8 to move it to the old generation: one flat line per row is a third
- * smaller than the row object with its strings, and a single object for the collector to trace
- * instead of thirty, so a backfill's heap stays small without extra full collections.
+ * Rows made ready for one loading strategy as they are buffered: for COPY, each row's line in the
+ * batch's COPY text; for INSERT, the row itself; for both, its key. A batch waits a fraction of a
+ * second or more before it is written: its COPY text is bytes outside the JavaScript heap, a
+ * third the size of the row objects with their strings and nothing for the collector to trace, so
+ * a backfill's heap stays small without extra full collections.
  */
 export class PreparedRows {
   /** Each row's key columns, joined: the last row of a key wins. */
   readonly keys: string[] = [];
-  /** 'copy': each row in COPY text format, without its newline. */
-  readonly lines: string[] = [];
+  /** 'copy': the rows in COPY text format. */
+  readonly copyText = new CopyText();
   /** 'insert': the rows themselves. */
   readonly rows: LoadRow[] = [];
 
@@ -64,7 +64,7 @@ export class PreparedRows {
   /** Adds `row`, whose key (`rowKey`) the caller may have computed already. */
   add(row: LoadRow, key: string = rowKey(row, this.spec.key)): void {
     this.keys.push(key);
-    if (this.strategy === 'copy') this.lines.push(encodeCopyLine(row, this.spec.columns));
+    if (this.strategy === 'copy') this.copyText.append(encodeCopyLine(row, this.spec.columns));
     else this.rows.push(row);
   }
 }
@@ -116,10 +116,8 @@ export async function upsertPreparedRows(
           `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`,
       ),
     );
-    const lines =
-      unique.length === prepared.length
-        ? prepared.lines
-        : unique.map((index) => prepared.lines[index]!);
+    const text =
+      unique.length === prepared.length ? prepared.copyText : prepared.copyText.pick(unique);
     // ON COMMIT DELETE ROWS empties the staging table at commit, so only a second batch in the
     // same transaction finds rows there (the first one's): emptied first then, and only then, since
     // with many accounts loading small batches each statement's round trip counts. DELETE, not
@@ -132,9 +130,7 @@ export async function upsertPreparedRows(
     if (stagedBefore === undefined) stagedIn.set(trx, new Set([staging]));
     else stagedBefore.add(staging);
     await trx.executeQuery(
-      compileCopy(
-        new CopyPayload(quoteIdent(staging), spec.columns.map(quoteIdent), `${lines.join('\n')}\n`),
-      ),
+      compileCopy(new CopyPayload(quoteIdent(staging), spec.columns.map(quoteIdent), text)),
     );
     written = await runUpsert(trx, buildUpsertSql(schema, spec, { staging }), [syncedAt], spec);
   } else {

@@ -6,12 +6,14 @@ import {
   upsertPreparedRows,
   type LoadRow,
   type LoadStrategy,
+  type UpsertResult,
 } from '../db/data-loader.js';
 import { quarantineRecords } from '../db/repositories/rejected-records-repository.js';
 import type { Tables } from '../db/schema.js';
 import type { DataTableSpec } from '../db/table-specs.js';
 import type { RejectedRecord } from '../normalize/normalize-result.js';
 import { coerceError } from '../util/coerce-error.js';
+import type { LoadGate } from './load-gate.js';
 import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
 
 /**
@@ -57,11 +59,13 @@ export interface LoadTarget {
    * run may hold the lock by then.
    */
   readonly lockLost?: AbortSignal | undefined;
+  /** The process's way to the database, shared by every loader (none: transactions go at once). */
+  readonly loadGate?: LoadGate | undefined;
 }
 
 /** How a stream's rows are batched. */
 export interface LoadBatching {
-  /** Transactions in flight at once, each on its own connection (see LOAD_LANES). */
+  /** Transactions in flight at once, each on its own connection (see loadLanesFor). */
   readonly lanes: number;
   /** A lane writes a batch once it holds this many rows; Infinity: only at the unit's commit. */
   readonly batchSize: number;
@@ -75,18 +79,13 @@ export interface LoadBatching {
 }
 
 /**
- * Transactions of one loader in flight at once, each on its own connection. PostgreSQL runs one
- * backend per connection on one core: with one lane the database side of a backfill is one core
- * at most, however idle the other is. Two lanes use both cores of the machines we run on.
+ * Lanes of each run when `runsAtOnce` runs load side by side through a gate of `connections`: a run
+ * alone uses every connection (PostgreSQL runs one backend per connection on one core, so with one
+ * lane the database side of a backfill is one core at most); runs side by side already keep the
+ * connections busy, and more lanes would only split every transaction.
  */
-export const LOAD_LANES = 2;
-
-/**
- * Lanes of each run when `runsAtOnce` runs load side by side: the runs already keep the cores
- * busy, and a second lane would only halve every transaction (so double their number).
- */
-export function loadLanesFor(runsAtOnce: number): number {
-  return runsAtOnce > 1 ? 1 : LOAD_LANES;
+export function loadLanesFor(runsAtOnce: number, connections: number): number {
+  return runsAtOnce > 1 ? 1 : connections;
 }
 
 /**
@@ -166,8 +165,16 @@ export class BatchLoader {
         if (lane.rows.length >= this.#batchSize) void this.#enqueue(lane, undefined);
       }
     }
-    while (this.#queuedRows() > this.#maxPendingRows) {
-      await Promise.race(this.#lanes.map((lane) => lane.queue));
+    const gate = this.target.loadGate;
+    for (;;) {
+      if (this.#queuedRows() > this.#maxPendingRows) {
+        await Promise.race(this.#lanes.map((lane) => lane.queue));
+      } else if (gate?.full === true) {
+        // Every loader of the process together: another's batch, written, makes the room.
+        await gate.room();
+      } else {
+        break;
+      }
       this.#throwIfFailed();
     }
   }
@@ -275,6 +282,7 @@ export class BatchLoader {
     lane.rows = new PreparedRows(lane.spec, lane.strategy);
     lane.rejects = [];
     lane.queuedRows += rows.length;
+    this.target.loadGate?.enqueued(rows.length);
     lane.queue = lane.queue.then(async () => {
       try {
         if (after !== undefined) await after;
@@ -283,6 +291,7 @@ export class BatchLoader {
         this.#failure ??= error;
       } finally {
         lane.queuedRows -= rows.length;
+        this.target.loadGate?.dequeued(rows.length);
       }
     });
     return lane.queue;
@@ -294,18 +303,21 @@ export class BatchLoader {
     hook: CommitHook | undefined,
   ): Promise<void> {
     if (rows.length === 0 && rejects.length === 0 && hook === undefined) return;
-    const { database, stats, runId } = this.target;
-    const syncedAt = formatIsoMicros(this.target.now());
-    const lockLost = this.target.lockLost;
-    lockLost?.throwIfAborted();
-    const result = await database.db.transaction().execute(async (trx) => {
-      const upsert = await upsertPreparedRows(trx, database.schema, rows, syncedAt);
-      await quarantineRecords(trx, database.schema, rejects, runId);
-      if (hook !== undefined) await hook(trx, syncedAt);
-      // Checked again last: a lock lost while this transaction ran rolls it back.
+    const { database, stats, runId, lockLost, loadGate } = this.target;
+    const transaction = async (): Promise<UpsertResult> => {
+      // Stamped and checked when the transaction begins, after any wait for the gate.
+      const syncedAt = formatIsoMicros(this.target.now());
       lockLost?.throwIfAborted();
-      return upsert;
-    });
+      return database.db.transaction().execute(async (trx) => {
+        const upsert = await upsertPreparedRows(trx, database.schema, rows, syncedAt);
+        await quarantineRecords(trx, database.schema, rejects, runId);
+        if (hook !== undefined) await hook(trx, syncedAt);
+        // Checked again last: a lock lost while this transaction ran rolls it back.
+        lockLost?.throwIfAborted();
+        return upsert;
+      });
+    };
+    const result = await (loadGate === undefined ? transaction() : loadGate.write(transaction));
     stats.recordsUpserted += rows.length;
     stats.recordsChanged += result.written;
     stats.recordsRejected += rejects.length;

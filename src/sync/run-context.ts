@@ -2,6 +2,7 @@ import type { RequestMeter } from '../api/request-meter.js';
 import type { TelephonyClient } from '../api/telephony-client.js';
 import type { Database } from '../db/connect.js';
 import type { LoadStrategy } from '../db/data-loader.js';
+import type { LoadGate } from '../load/load-gate.js';
 import type { SyncSettings } from './sync-settings.js';
 import type { Logger } from '../util/logger.js';
 import type { EpochMicros } from '../util/micros.js';
@@ -47,6 +48,8 @@ export interface RunContext {
   readonly pageConcurrency: number;
   /** Transactions of the run's loader in flight at once, each on its own connection. */
   readonly loadLanes: number;
+  /** The process's way to the database, shared by every run's loader. */
+  readonly loadGate: LoadGate;
   readonly loadStrategy: LoadStrategy;
   /** The clock, in epoch microseconds. */
   now(): EpochMicros;

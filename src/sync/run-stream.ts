@@ -5,6 +5,7 @@ import type { TelephonyClient } from '../api/telephony-client.js';
 import { LockBusyError, withAdvisoryLock } from '../db/advisory-lock.js';
 import type { Database } from '../db/connect.js';
 import type { LoadStrategy } from '../db/data-loader.js';
+import type { LoadGate } from '../load/load-gate.js';
 import {
   closeAbandonedRuns,
   finishRun,
@@ -34,6 +35,8 @@ export interface SyncDependencies {
   readonly pageConcurrency: number;
   /** Transactions of one run's loader in flight at once (see loadLanesFor). */
   readonly loadLanes: number;
+  /** The process's way to the database, shared by every run's loader. */
+  readonly loadGate: LoadGate;
   readonly loadStrategy?: LoadStrategy;
   /** Texts to remove from anything stored or printed (tokens, passwords). */
   readonly secrets: readonly string[];
@@ -145,6 +148,7 @@ export async function runStream(
           settings: deps.settings,
           pageConcurrency: deps.pageConcurrency,
           loadLanes: deps.loadLanes,
+          loadGate: deps.loadGate,
           loadStrategy: deps.loadStrategy ?? 'copy',
           now: clock,
           log: log.child({ run: runId }),

@@ -12,6 +12,11 @@ export interface SyncSettings {
   readonly deepRecheckDays: number;
   /** Rows per upsert batch (TELESYNC_BATCH_SIZE). */
   readonly batchSize: number;
+  /**
+   * Batches the process writes at once, each on a database connection of its own, whatever the
+   * number of runs (TELESYNC_LOAD_CONNECTIONS).
+   */
+  readonly loadConnections: number;
   /** A snapshot that would mark more than this share of rows deleted is refused (TELESYNC_SNAPSHOT_DELETE_GUARD). */
   readonly snapshotDeleteGuard: number;
   /** Lookups of one UUID give up after this many failed attempts (TELESYNC_LOOKUP_MAX_ATTEMPTS). */

@@ -8,6 +8,7 @@ import {
   type CommitHook,
   type LoadTarget,
 } from '../../src/load/batch-loader.js';
+import { LoadGate } from '../../src/load/load-gate.js';
 import { epochMicrosFromMillis } from '../../src/util/micros.js';
 import { trunkCallRow as call } from '../support/load-rows.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -145,9 +146,59 @@ describe('BatchLoader', () => {
     expect(new Set(aloneSeen).size).toBe(3);
   });
 
-  it('runs side by side load on one lane each; one run alone on two', () => {
-    expect(loadLanesFor(1)).toBe(2);
-    expect(loadLanesFor(2)).toBe(1);
-    expect(loadLanesFor(32)).toBe(1);
+  it('loaders sharing a gate of one connection never have two transactions open; every row is stored', async () => {
+    const target = await loaderTarget();
+    const gate = new LoadGate(1, 60);
+    let open = 0;
+    let mostOpen = 0;
+    const loaders = Array.from(
+      { length: 4 },
+      (_, index) =>
+        new BatchLoader({ ...target, runId: index + 1, loadGate: gate }, TRUNK_CALLS, {
+          lanes: 2,
+          batchSize: 25,
+        }),
+    );
+    const watch: CommitHook = async (trx) => {
+      open++;
+      mostOpen = Math.max(mostOpen, open);
+      // Long enough for another loader's transaction to start, were the gate not holding it.
+      await sql`SELECT pg_sleep(0.02)`.execute(trx);
+      open--;
+    };
+    let mostQueuedAfterAdd = 0;
+    await Promise.all(
+      loaders.map(async (loader, index) => {
+        for (let page = 0; page < 10; page++) {
+          await loader.add(
+            Array.from({ length: 20 }, (_, row) => call(`gate-${index}-${page}-${row}`)),
+            [],
+          );
+          mostQueuedAfterAdd = Math.max(mostQueuedAfterAdd, gate.queuedRows);
+          if (page % 3 === 2) loader.queueCommit(watch);
+        }
+        loader.queueCommit(watch);
+        await loader.drain();
+      }),
+    );
+    expect(mostOpen).toBe(1);
+    // add returns once the process's queued rows are within the gate's bound; a commit queued by
+    // another loader meanwhile adds at most what that loader buffered (a batch per lane).
+    expect(mostQueuedAfterAdd).toBeGreaterThan(0);
+    expect(mostQueuedAfterAdd).toBeLessThanOrEqual(60 + loaders.length * 2 * 25);
+    expect(gate.queuedRows).toBe(0);
+    const stored = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM ${sql.id(target.database.schema, 'trunk_calls')}`.execute(
+      target.database.db,
+    );
+    expect(stored.rows[0]!.n).toBe(4 * 10 * 20);
+    expect(target.stats.recordsUpserted).toBe(4 * 10 * 20);
+  });
+
+  it('runs side by side load on one lane each; one run alone on every connection of the gate', () => {
+    expect(loadLanesFor(1, 2)).toBe(2);
+    expect(loadLanesFor(1, 4)).toBe(4);
+    expect(loadLanesFor(2, 2)).toBe(1);
+    expect(loadLanesFor(32, 2)).toBe(1);
   });
 });

@@ -4,6 +4,7 @@ import {
   compileCopy,
   CopyPayload,
   copyPayloadOf,
+  CopyText,
   encodeCopyValue,
 } from '../../src/db/copy-payload.js';
 
@@ -32,5 +33,58 @@ describe('copyPayloadOf', () => {
     expect(copyPayloadOf(compileCopy(payload))).toBe(payload);
     expect(copyPayloadOf(CompiledQuery.raw('select $1', ['1\n']))).toBeUndefined();
     expect(compileCopy(payload).sql).toBe('COPY "s"."t" ("a") FROM STDIN');
+  });
+});
+
+describe('CopyText', () => {
+  /** Lines of many lengths and scripts, some longer than a chunk. */
+  function sampleLines(count: number): string[] {
+    const lines: string[] = [];
+    for (let index = 0; index < count; index++) {
+      const width = index % 97 === 0 ? 300_000 + index : (index * 7919) % 3_000;
+      const text = index % 3 === 0 ? 'é€😀'.repeat(Math.ceil(width / 4)) : 'x'.repeat(width);
+      lines.push(`${index}\t${text}\t\\N`);
+    }
+    return lines;
+  }
+
+  it('holds the rows as UTF-8 lines, across chunk boundaries and rows longer than a chunk', () => {
+    const lines = sampleLines(600);
+    const text = new CopyText();
+    for (const line of lines) text.append(line);
+    const expected = `${lines.join('\n')}\n`;
+    expect(text.rowCount).toBe(600);
+    expect(text.byteLength).toBe(Buffer.byteLength(expected));
+    expect(text.chunks().length).toBeGreaterThan(2);
+    expect(Buffer.concat(text.chunks()).equals(Buffer.from(expected, 'utf8'))).toBe(true);
+    expect(text.toString()).toBe(expected);
+  });
+
+  it('picks rows by index, in the order asked, whichever chunk they are in', () => {
+    const lines = sampleLines(400);
+    const text = new CopyText();
+    for (const line of lines) text.append(line);
+    const indexes = [399, 0, 97, 98, 1, 250, 399];
+    const picked = text.pick(indexes);
+    expect(picked.rowCount).toBe(indexes.length);
+    expect(picked.toString()).toBe(`${indexes.map((index) => lines[index]).join('\n')}\n`);
+    expect(() => text.pick([400])).toThrow(RangeError);
+  });
+
+  it('is empty until a row is added', () => {
+    const text = new CopyText();
+    expect(text.chunks()).toEqual([]);
+    expect(text.toString()).toBe('');
+    text.append('');
+    expect(text.toString()).toBe('\n');
+  });
+
+  it('gives a payload the same bytes as the text it was built from', () => {
+    const text = new CopyText();
+    text.append('1\ta');
+    text.append('2\tö');
+    const fromText = new CopyPayload('"s"."t"', ['"a"', '"b"'], text).chunks();
+    const fromString = new CopyPayload('"s"."t"', ['"a"', '"b"'], '1\ta\n2\tö\n').chunks();
+    expect(Buffer.concat(fromText).equals(Buffer.concat(fromString))).toBe(true);
   });
 });

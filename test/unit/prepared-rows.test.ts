@@ -46,13 +46,14 @@ describe('PreparedRows', () => {
     insert.add(row);
     expect(copy.keys).toEqual(['A\u0001e1']);
     expect(copy.rows).toEqual([]);
-    const fields = copy.lines[0]!.split('\t');
+    const fields = copy.copyText.toString().split('\n')[0]!.split('\t');
+    expect(copy.copyText.toString().endsWith('\n')).toBe(true);
     expect(fields).toHaveLength(spec.columns.length);
     expect(fields[spec.columns.indexOf('alias')]).toBe('tab\\there');
     expect(fields[spec.columns.indexOf('sip_registered')]).toBe('f');
     expect(fields[spec.columns.indexOf('raw')]).toBe('{"id":"e1"}');
     expect(insert.rows).toEqual([row]);
-    expect(insert.lines).toEqual([]);
+    expect(insert.copyText.rowCount).toBe(0);
   });
 
   it('sends the last row of each key once, in COPY text, one line per row', async () => {
@@ -64,7 +65,7 @@ describe('PreparedRows', () => {
     expect(result.upserted).toBe(2);
     const copies = queries.map((query) => copyPayloadOf(query)).filter((p) => p !== undefined);
     expect(copies).toHaveLength(1);
-    const aliases = copies[0]!.data
+    const aliases = String(copies[0]!.data)
       .split('\n')
       .filter((line) => line !== '')
       .map((line) => line.split('\t')[spec.columns.indexOf('alias')]);

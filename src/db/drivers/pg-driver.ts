@@ -154,7 +154,7 @@ class PgConnection implements DatabaseConnection {
       const payload = copyPayloadOf(query);
       if (payload !== undefined) {
         const copy = this.client.query(copyFrom(payload.statement('STDIN')));
-        await pipeline(Readable.from([Buffer.from(payload.data, 'utf8')]), copy);
+        await pipeline(Readable.from(payload.chunks()), copy);
         return { rows: [], numAffectedRows: BigInt(copy.rowCount) };
       }
       const result = await this.client.query<R & pg.QueryResultRow>(query.sql, [

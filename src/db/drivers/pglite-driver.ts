@@ -154,7 +154,7 @@ class PGliteConnection implements DatabaseConnection {
     const payload = copyPayloadOf(query);
     if (payload !== undefined) {
       const result = await this.pglite.query(payload.statement("'/dev/blob'"), [], {
-        blob: new Blob([payload.data]),
+        blob: new Blob(payload.chunks()),
       });
       return { rows: [], numAffectedRows: BigInt(result.affectedRows ?? 0) };
     }

@@ -92,7 +92,7 @@ describe('the watermark derived from the ledger', () => {
 
   it('is held back by a failed window, and moves on once it completes', async () => {
     await complete(0);
-    await failWindow(handle.database.db, KEY, DAYS[1]!.slotStart, 'did not add up');
+    await failWindow(handle.database.db, KEY, DAYS[1]!.slotStart, 'did not add up', runId);
     await complete(2);
     await complete(3);
     expect(await watermark()).toBe(dayEnd(0));
@@ -120,7 +120,7 @@ describe('the watermark derived from the ledger', () => {
       handle.database.db
         .transaction()
         .execute((trx) => completeInTransaction(trx, DAYS[day]!, { readAt: READ_NOW }, later));
-    await failWindow(handle.database.db, KEY, DAYS[1]!.slotStart, 'did not add up');
+    await failWindow(handle.database.db, KEY, DAYS[1]!.slotStart, 'did not add up', runId);
     await run(2);
     await run(3);
     expect(await watermark()).toBe(dayEnd(3));

@@ -5,6 +5,7 @@ import {
   failWindow,
   insertPlannedWindows,
   markWindowRunning,
+  restoreWindowStatus,
   recordWindowChanges,
   type WindowChange,
 } from '../../src/db/repositories/sync-windows-repository.js';
@@ -72,9 +73,9 @@ describe(`recordWindowChanges (${harnessTarget().description})`, () => {
     // Slot 0, 1, 3 planned; slot 2 failed before; slot 4 has no row at all.
     for (const key of [together, oneByOne]) {
       await insertPlannedWindows(db, key, [day(0), day(1), day(2), day(3), day(5), day(6)]);
-      await failWindow(db, key, day(2).slotStart, 'the service answered 500');
+      await failWindow(db, key, day(2).slotStart, 'the service answered 500', runId);
       // Slot 6 failed, slot 5 complete: below, each is only marked running (a re-read begun).
-      await failWindow(db, key, day(6).slotStart, 'the service answered 503');
+      await failWindow(db, key, day(6).slotStart, 'the service answered 503', runId);
       await completeWindow(db, schema, key, {
         ...day(5, 20),
         totalCount: 3,
@@ -170,5 +171,39 @@ describe(`recordWindowChanges (${harnessTarget().description})`, () => {
     );
     expect(expected).toBeDefined();
     expect(await ledgerOf(together)).toEqual(await ledgerOf(oneByOne));
+  });
+
+  it('a run that lost its slot to another run neither restores nor fails it; its own slots it does', async () => {
+    const { db, schema } = handle.database;
+    const key: LedgerKey = { accountId: 'MA_TAKEN_OVER', stream: 'trunk_calls' };
+    const newer = await insertRun(db, {
+      accountId: key.accountId,
+      stream: 'trunk_calls',
+      command: 'test',
+      pid: process.pid,
+      host: 'test',
+    });
+    await insertPlannedWindows(db, key, [day(10), day(11), day(12), day(13)]);
+    for (const slot of [10, 11, 12, 13]) await markWindowRunning(db, schema, key, day(slot), runId);
+    // The older run lost its lock: the newer one took day 10 (running) and read day 11 in full.
+    await markWindowRunning(db, schema, key, day(10), newer);
+    await completeWindow(db, schema, key, {
+      ...day(11, 4),
+      totalCount: 4,
+      runId: newer,
+      readAt: '2026-11-20T04:00:00Z',
+    });
+    await restoreWindowStatus(db, key, day(10).slotStart, 'planned', runId);
+    await failWindow(db, key, day(11).slotStart, 'the service answered 500', runId);
+    // Days 12 and 13 are still the older run's own.
+    await restoreWindowStatus(db, key, day(12).slotStart, 'planned', runId);
+    await failWindow(db, key, day(13).slotStart, 'the service answered 503', runId);
+    const rows = (await ledgerOf(key)).map((row) => [row.status, row.last_run_id, row.last_error]);
+    expect(rows).toEqual([
+      ['running', newer, null],
+      ['complete', newer, null],
+      ['planned', runId, null],
+      ['failed', runId, 'the service answered 503'],
+    ]);
   });
 });

@@ -270,15 +270,17 @@ async function applyOneByOne(
 }
 
 /**
- * Puts back the status a slot had before a run began reading it, when the run stopped on request
- * half-way: a re-read that was cut short does not undo an earlier complete read, and a window never
- * read goes back to planned.
+ * Puts back the status a slot had before run `runId` began reading it, when the run stopped on
+ * request half-way: a re-read that was cut short does not undo an earlier complete read, and a
+ * window never read goes back to planned. Only while the slot is still that run's: a run that lost
+ * its lock stops too, and by then another run may have taken the slot.
  */
 export async function restoreWindowStatus(
   db: Kysely<Tables>,
   key: LedgerKey,
   slotStart: EpochMicros,
   status: LedgerStatus,
+  runId: number,
 ): Promise<void> {
   await db
     .updateTable('sync_windows')
@@ -287,21 +289,33 @@ export async function restoreWindowStatus(
     .where('stream', '=', key.stream)
     .where('slot_start', '=', formatIsoMicros(slotStart))
     .where('status', '=', 'running')
+    .where('last_run_id', '=', runId)
     .execute();
 }
 
-/** Marks a slot failed with the reason, keeping what it covered before. */
+/**
+ * Marks a slot failed by run `runId` with the reason, keeping what it covered before. Not a slot
+ * another run has read or begun reading since (a run that lost its lock may fail after another
+ * took over): the other run's word stands.
+ */
 export async function failWindow(
   db: Kysely<Tables>,
   key: LedgerKey,
   slotStart: EpochMicros,
   error: string,
+  runId: number,
 ): Promise<void> {
   await db
     .updateTable('sync_windows')
-    .set({ status: 'failed', last_error: error, updated_at: sql<string>`now()` })
+    .set({
+      status: 'failed',
+      last_error: error,
+      last_run_id: runId,
+      updated_at: sql<string>`now()`,
+    })
     .where('account_id', '=', key.accountId)
     .where('stream', '=', key.stream)
     .where('slot_start', '=', formatIsoMicros(slotStart))
+    .where((eb) => eb.or([eb('last_run_id', 'is', null), eb('last_run_id', '=', runId)]))
     .execute();
 }

@@ -440,6 +440,7 @@ async function settleWindowError(
       key,
       window.slotStart,
       ledger.get(window.slotStart)?.status ?? 'planned',
+      context.runId,
     );
     return 'stopped';
   }
@@ -459,7 +460,7 @@ async function recordWindowFailure(
   const message = describeError(error);
   context.log.error({ window: describeWindow(window), err: error }, `window failed: ${message}`);
   try {
-    await failWindow(context.database.db, key, window.slotStart, message);
+    await failWindow(context.database.db, key, window.slotStart, message, context.runId);
   } catch (ledgerError) {
     // The database itself may be what failed; the run's error says so already.
     context.log.warn({ err: ledgerError }, 'could not record the window failure in sync_windows');

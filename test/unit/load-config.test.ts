@@ -211,6 +211,17 @@ describe('hostile configuration', () => {
     },
   );
 
+  it('reads the load connections from the environment or a file, 2 by default, 1 to 64', () => {
+    expect(loadConfig({}).sync.loadConnections).toBe(2);
+    expect(loadConfig({ TELESYNC_LOAD_CONNECTIONS: '6' }).sync.loadConnections).toBe(6);
+    expect(
+      loadConfig({}, { path: '/x.json', text: '{"sync":{"load_connections":3}}' }).sync
+        .loadConnections,
+    ).toBe(3);
+    expect(problemsOf({ TELESYNC_LOAD_CONNECTIONS: '0' })).toContain('TELESYNC_LOAD_CONNECTIONS');
+    expect(problemsOf({ TELESYNC_LOAD_CONNECTIONS: '65' })).toContain('TELESYNC_LOAD_CONNECTIONS');
+  });
+
   it('takes plain decimals, from the environment and from a file', () => {
     expect(loadConfig({ TELESYNC_MAX_RPS: '12.5' }).api.maxRps).toBe(12.5);
     expect(loadConfig({}, { path: '/x.json', text: '{"api":{"max_rps":7.25}}' }).api.maxRps).toBe(

@@ -19,7 +19,6 @@ import {
   type LogSink,
 } from './app-services.js';
 import { createServedRoutes } from './served-routes.js';
-
 import type { StreamCallbackService } from './stream-callback-service.js';
 
 /**

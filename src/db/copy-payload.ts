@@ -46,39 +46,49 @@ export class CopyText {
   readonly #chunks: Buffer[] = [];
   #current: Buffer | undefined;
   #used = 0;
-  /** Each row's chunk, and its first byte in that chunk (a row never spans two chunks). */
-  readonly #rowChunk: number[] = [];
-  readonly #rowStart: number[] = [];
-  #byteLength = 0;
+  #rowCount = 0;
 
   get rowCount(): number {
-    return this.#rowStart.length;
+    return this.#rowCount;
   }
 
   get byteLength(): number {
-    return this.#byteLength;
+    return this.#chunks.reduce((total, chunk) => total + chunk.length, this.#used);
   }
 
   /** Adds one row: `line` is its fields in COPY text format, tab-separated, without a newline. */
   append(line: string): void {
     // A UTF-16 code unit is at most three bytes of UTF-8.
-    const room = line.length * 3 + 1;
-    if (this.#current === undefined || this.#current.length - this.#used < room) {
-      this.#startChunk(room);
-    }
-    const current = this.#current!;
-    this.#rowChunk.push(this.#chunks.length);
-    this.#rowStart.push(this.#used);
+    const current = this.#roomFor(line.length * 3 + 1);
     const written = current.write(line, this.#used, 'utf8');
     current[this.#used + written] = NEWLINE;
     this.#used += written + 1;
-    this.#byteLength += written + 1;
+    this.#rowCount++;
   }
 
-  /** The rows at `indexes`, in that order, as a CopyText of their own. */
+  /**
+   * The rows at `indexes`, in that order, as a CopyText of their own (only a batch that holds a
+   * key twice needs it). Rows are found by their newlines: COPY text escapes every newline inside
+   * a value, and a row never spans two chunks.
+   */
   pick(indexes: readonly number[]): CopyText {
+    const rows: Buffer[] = [];
+    for (const chunk of this.chunks()) {
+      for (let start = 0; start < chunk.length;) {
+        const end = chunk.indexOf(NEWLINE, start) + 1;
+        rows.push(chunk.subarray(start, end));
+        start = end;
+      }
+    }
     const picked = new CopyText();
-    for (const index of indexes) picked.#appendBytes(this.#rowBytes(index));
+    for (const index of indexes) {
+      const row = rows[index];
+      if (row === undefined) throw new RangeError(`no row ${index} in ${rows.length}`);
+      const target = picked.#roomFor(row.length);
+      row.copy(target, picked.#used);
+      picked.#used += row.length;
+      picked.#rowCount++;
+    }
     return picked;
   }
 
@@ -96,39 +106,17 @@ export class CopyText {
     return Buffer.concat(this.chunks()).toString('utf8');
   }
 
-  #rowBytes(index: number): Buffer {
-    const chunkIndex = this.#rowChunk[index];
-    const start = this.#rowStart[index];
-    if (chunkIndex === undefined || start === undefined) {
-      throw new RangeError(`no row ${index} in ${this.rowCount}`);
+  /** The chunk to write the next row in, with at least `room` bytes free from `#used`. */
+  #roomFor(room: number): Buffer {
+    if (this.#current !== undefined && this.#current.length - this.#used >= room) {
+      return this.#current;
     }
-    const chunk = chunkIndex < this.#chunks.length ? this.#chunks[chunkIndex]! : this.#current!;
-    const nextInChunk = this.#rowChunk[index + 1] === chunkIndex;
-    const end = nextInChunk
-      ? this.#rowStart[index + 1]!
-      : chunkIndex < this.#chunks.length
-        ? chunk.length
-        : this.#used;
-    return chunk.subarray(start, end);
-  }
-
-  #appendBytes(bytes: Buffer): void {
-    if (this.#current === undefined || this.#current.length - this.#used < bytes.length) {
-      this.#startChunk(bytes.length);
-    }
-    this.#rowChunk.push(this.#chunks.length);
-    this.#rowStart.push(this.#used);
-    bytes.copy(this.#current!, this.#used);
-    this.#used += bytes.length;
-    this.#byteLength += bytes.length;
-  }
-
-  #startChunk(room: number): void {
     if (this.#current !== undefined && this.#used > 0) {
       this.#chunks.push(this.#current.subarray(0, this.#used));
     }
     this.#current = Buffer.allocUnsafe(Math.max(COPY_CHUNK_BYTES, room));
     this.#used = 0;
+    return this.#current;
   }
 }
 

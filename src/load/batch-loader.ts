@@ -13,8 +13,8 @@ import type { Tables } from '../db/schema.js';
 import type { DataTableSpec } from '../db/table-specs.js';
 import type { RejectedRecord } from '../normalize/normalize-result.js';
 import { coerceError } from '../util/coerce-error.js';
-import type { LoadGate } from './load-gate.js';
 import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
+import type { LoadGate } from './load-gate.js';
 
 /**
  * What must commit together with a unit's last rows: the ledger, the watermark, queue outcomes,

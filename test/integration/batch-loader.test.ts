@@ -31,6 +31,16 @@ async function loaderTarget(): Promise<LoadTarget & { test: TestDatabase }> {
   };
 }
 
+/** The id of the transaction `trx` is. */
+async function transactionOf(trx: Parameters<CommitHook>[0]): Promise<string> {
+  return (await sql<{ id: string }>`SELECT txid_current()::text AS id`.execute(trx)).rows[0]!.id;
+}
+
+/** A loader whose committed units wait (a minute at most) for a full batch or a drain. */
+function waitingLoader(target: LoadTarget, lanes: number, batchSize: number): BatchLoader {
+  return new BatchLoader(target, TRUNK_CALLS, { lanes, batchSize, unitDelayMs: 60_000 });
+}
+
 /** What a unit's hook saw: its transaction, and how many of the calls were stored by then. */
 interface HookSight {
   readonly unit: number;
@@ -41,11 +51,7 @@ interface HookSight {
 describe('BatchLoader', () => {
   it('with a unit delay, units committed in a row share one transaction, each with all its rows', async () => {
     const target = await loaderTarget();
-    const loader = new BatchLoader(target, TRUNK_CALLS, {
-      lanes: 2,
-      batchSize: 1_000,
-      unitDelayMs: 60_000,
-    });
+    const loader = waitingLoader(target, 2, 1_000);
     const seen: HookSight[] = [];
     const committed: number[] = [];
     for (let unit = 0; unit < 3; unit++) {
@@ -80,14 +86,8 @@ describe('BatchLoader', () => {
 
   it('units of one batch that share a transaction are written by one call, split by a plain hook', async () => {
     const target = await loaderTarget();
-    const loader = new BatchLoader(target, TRUNK_CALLS, {
-      lanes: 1,
-      batchSize: 1_000,
-      unitDelayMs: 60_000,
-    });
+    const loader = waitingLoader(target, 1, 1_000);
     const calls: { items: string[]; transaction: string }[] = [];
-    const transactionOf = async (trx: Parameters<CommitHook>[0]): Promise<string> =>
-      (await sql<{ id: string }>`SELECT txid_current()::text AS id`.execute(trx)).rows[0]!.id;
     const batch: CommitBatch<string> = {
       async write(trx, items) {
         calls.push({ items: [...items], transaction: await transactionOf(trx) });
@@ -113,18 +113,12 @@ describe('BatchLoader', () => {
 
   it('a full batch takes the waiting units with it; without a delay each unit is its own transaction', async () => {
     const target = await loaderTarget();
-    const grouped = new BatchLoader(target, TRUNK_CALLS, {
-      lanes: 1,
-      batchSize: 20,
-      unitDelayMs: 60_000,
-    });
+    const grouped = waitingLoader(target, 1, 20);
     const groupedSeen: string[] = [];
     const hook =
       (into: string[]): CommitHook =>
       async (trx) => {
-        const row = await sql<{ transaction: string }>`
-        SELECT txid_current()::text AS transaction`.execute(trx);
-        into.push(row.rows[0]!.transaction);
+        into.push(await transactionOf(trx));
       };
     await grouped.add([call('g-1')], []);
     grouped.queueCommit(hook(groupedSeen));

@@ -318,8 +318,9 @@ function createLoader(context: RunContext): BatchLoader {
  * The window is marked running (an attempt more) through the loader too, not by a statement and a
  * commit of its own awaited before the first page: it goes with the next transaction the loader
  * writes (the previous windows' completion, a full batch, the loader's 1 s unit delay, or at the
- * latest this window's own completion), always before this window's completion. With many accounts of quiet days, a
- * commit per window on the path of every read was a good part of the database's work.
+ * latest this window's own completion), always before this window's completion. With many
+ * accounts of quiet days, a commit per window on the path of every read was a good part of the
+ * database's work.
  */
 async function readAndComplete(
   context: RunContext,

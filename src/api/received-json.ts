@@ -146,8 +146,12 @@ class ByteWalker {
     throw new MalformedBodyError('the body ends inside an object or array (truncated?)');
   }
 
-  /** Calls `visit` with the key and value bounds of every member of the object at `at`. */
-  members(at: number, visit: (key: string, start: number, end: number) => void): number {
+  /**
+   * Calls `visit` with the key of every member of the object at `at` and where its value starts.
+   * A visitor that walks the value itself returns where it ends, so it is not walked twice;
+   * otherwise the walker finds the end. Returns the index just past the object.
+   */
+  members(at: number, visit: (key: string, start: number) => number | undefined): number {
     if (this.bytes[at] !== OPEN_BRACE)
       throw new MalformedBodyError(`expected an object at byte ${at}`);
     let i = this.skipWhitespace(at + 1);
@@ -159,8 +163,7 @@ class ByteWalker {
       i = this.skipWhitespace(keyEnd);
       if (this.bytes[i] !== COLON) throw new MalformedBodyError(`expected ':' at byte ${i}`);
       const valueStart = this.skipWhitespace(i + 1);
-      const { end } = this.endOfValue(valueStart);
-      visit(key, valueStart, end);
+      const end = visit(key, valueStart) ?? this.endOfValue(valueStart).end;
       i = this.skipWhitespace(end);
       const next = this.bytes[i];
       if (next === COMMA) i = this.skipWhitespace(i + 1);
@@ -221,11 +224,13 @@ function depthProblem(depth: number): string {
 
 function collectDuplicates(walker: ByteWalker): Record<string, unknown[]> {
   const valuesByKey = new Map<string, unknown[]>();
-  walker.members(walker.skipWhitespace(0), (key, start, end) => {
+  walker.members(walker.skipWhitespace(0), (key, start) => {
+    const { end } = walker.endOfValue(start);
     const value = JSON.parse(decodeStrict(walker.slice(start, end))) as unknown;
     const values = valuesByKey.get(key);
     if (values === undefined) valuesByKey.set(key, [value]);
     else values.push(value);
+    return end;
   });
   // fromEntries defines own properties, so even a repeated "__proto__" key is kept.
   return Object.fromEntries([...valuesByKey].filter(([, values]) => values.length > 1));
@@ -251,10 +256,17 @@ export function parseListBody(body: Uint8Array): ReceivedList {
   let metaSpan: [number, number] | undefined;
   let spans: RecordSpan[] | undefined;
 
-  const end = walker.members(start, (key, valueStart, valueEnd) => {
-    if (key === 'objects') spans = recordSpans(walker, valueStart);
-    else if (key === 'meta') metaSpan = [valueStart, valueEnd];
-    else if (key === 'api_id') apiIdSpan = [valueStart, valueEnd];
+  const end = walker.members(start, (key, valueStart) => {
+    if (key === 'objects') {
+      const objects = recordSpans(walker, valueStart);
+      spans = objects.spans;
+      return objects.end;
+    }
+    if (key !== 'meta' && key !== 'api_id') return undefined;
+    const valueEnd = walker.endOfValue(valueStart).end;
+    if (key === 'meta') metaSpan = [valueStart, valueEnd];
+    else apiIdSpan = [valueStart, valueEnd];
+    return valueEnd;
   });
   if (walker.skipWhitespace(end) !== walker.length) {
     throw new MalformedBodyError(`unexpected bytes after the response at byte ${end}`);
@@ -340,18 +352,19 @@ function parseSlice(walker: ByteWalker, start: number, end: number): unknown {
   }
 }
 
-function recordSpans(walker: ByteWalker, at: number): RecordSpan[] {
+/** The span of every element of the `objects` array at `at`, and the index just past the array. */
+function recordSpans(walker: ByteWalker, at: number): { spans: RecordSpan[]; end: number } {
   if (walker.byteAt(at) !== OPEN_BRACKET) throw new MalformedBodyError('"objects" is not an array');
   const spans: RecordSpan[] = [];
   let i = walker.skipWhitespace(at + 1);
-  if (walker.byteAt(i) === CLOSE_BRACKET) return spans;
+  if (walker.byteAt(i) === CLOSE_BRACKET) return { spans, end: i + 1 };
   for (;;) {
     const { end, topLevelKeys, depth } = walker.endOfValue(i);
     spans.push({ start: i, end, keys: topLevelKeys, depth });
     i = walker.skipWhitespace(end);
     const next = walker.byteAt(i);
     if (next === COMMA) i = walker.skipWhitespace(i + 1);
-    else if (next === CLOSE_BRACKET) return spans;
+    else if (next === CLOSE_BRACKET) return { spans, end: i + 1 };
     else throw new MalformedBodyError(`expected ',' or ']' in "objects" at byte ${i} (truncated?)`);
   }
 }
@@ -403,6 +416,7 @@ export function parseListOrRecordBody(body: Uint8Array): ReceivedList {
   let isList = false;
   walker.members(start, (key) => {
     if (key === 'objects' || key === 'meta') isList = true;
+    return undefined;
   });
   if (isList) return parseListBody(body);
   const record = parseRecordBody(body);

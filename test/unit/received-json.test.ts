@@ -77,6 +77,16 @@ describe('parseListBody', () => {
 
   it('reads an empty page', () => {
     expect(parseListBody(bytes(`{"api_id":"x",${META},"objects":[ ]}`)).records).toEqual([]);
+    expect(parseListBody(bytes(`{"objects":[] ,${META}}`)).records).toEqual([]);
+  });
+
+  it('steps over envelope members it does not read, whatever their value holds', () => {
+    const body = bytes(
+      `{"extra":{"objects":[{"not":"a record"}],"s":"]}"},"objects":[{"a":1}],"list":[1,[2]],${META}}`,
+    );
+    const list = parseListBody(body);
+    expect(list.records.map((record) => record.value)).toEqual([{ a: 1 }]);
+    expect(list.meta.total_count).toBe(41);
   });
 
   it.each([

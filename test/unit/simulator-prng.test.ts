@@ -47,6 +47,11 @@ describe('UUIDs', () => {
     const rng = new Rng(1);
     for (let k = 0; k < 200; k++) expect(rng.uuid()).toMatch(UUID_V4);
     expect(formatUuid(0, 0, 0, 0)).toBe('00000000-0000-4000-8000-000000000000');
+    // Every nibble position, and the sign bit of each word (read as uint32).
+    expect(formatUuid(0x01234567, 0x89abcdef, 0xfedcba98, 0x76543210)).toBe(
+      '01234567-89ab-4def-bedc-ba9876543210',
+    );
+    expect(formatUuid(-1, -1, -1, -1)).toBe('ffffffff-ffff-4fff-bfff-ffffffffffff');
     expect(isUuidText('00000000-0000-4000-8000-000000000000')).toBe(true);
     expect(isUuidText('not-a-uuid')).toBe(false);
   });

@@ -135,8 +135,20 @@ export class Rng {
   }
 }
 
+/** Every byte as two lower-case hexadecimal digits. */
+const HEX_BYTES = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
+
+/**
+ * A uint32 as 8 hexadecimal digits, by table: Number#toString(16) took a tenth of the simulator's
+ * time serving a backfill (four calls a UUID, several UUIDs a record); the table is 9x faster.
+ */
 function hex8(value: number): string {
-  return (value >>> 0).toString(16).padStart(8, '0');
+  return (
+    HEX_BYTES[(value >>> 24) & 0xff]! +
+    HEX_BYTES[(value >>> 16) & 0xff]! +
+    HEX_BYTES[(value >>> 8) & 0xff]! +
+    HEX_BYTES[value & 0xff]!
+  );
 }
 
 /** A UUID text from 128 bits, with the version (4) and variant (10xx) bits set. */

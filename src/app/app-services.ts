@@ -6,7 +6,7 @@ import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
 import type { Database } from '../db/connect.js';
 import { pendingMigrations } from '../db/migrate.js';
 import { loadLanesFor } from '../load/batch-loader.js';
-import { LoadGate, QUEUED_BATCHES_PER_CONNECTION } from '../load/load-gate.js';
+import { LoadGate } from '../load/load-gate.js';
 import type { SyncDependencies } from '../sync/run-stream.js';
 import { describeError } from '../util/coerce-error.js';
 import { createLogger, type Logger } from '../util/logger.js';
@@ -134,6 +134,15 @@ export function createAccountClients(
 const PAGES_PER_CONNECTION = 2;
 
 /**
+ * Connections for `accounts` worked on at once: a run holds one for its advisory lock and another
+ * now and then for its ledger and progress, the process's batches take `loadConnections` (see
+ * LoadGate), and a few are left for status reads. Never under node-postgres's 10.
+ */
+export function databasePoolSize(accounts: number, loadConnections: number): number {
+  return Math.max(10, accounts * 2 + loadConnections + 2);
+}
+
+/**
  * What every run of the process shares: built once, for every stream and account. `runsAtOnce`:
  * how many runs the process may have loading side by side (accounts, or accounts × streams).
  */
@@ -149,10 +158,7 @@ export function createSyncDependencies(
     log,
     pageConcurrency: config.api.concurrency * PAGES_PER_CONNECTION,
     loadLanes: loadLanesFor(runsAtOnce, config.sync.loadConnections),
-    loadGate: new LoadGate(
-      config.sync.loadConnections,
-      config.sync.loadConnections * config.sync.batchSize * QUEUED_BATCHES_PER_CONNECTION,
-    ),
+    loadGate: LoadGate.forBatches(config.sync.loadConnections, config.sync.batchSize),
     secrets: configSecrets(config),
   };
 }

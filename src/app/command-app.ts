@@ -11,6 +11,7 @@ import {
   createAccountClients,
   createAppLogger,
   createSyncDependencies,
+  databasePoolSize,
   selectAccounts,
   type LogSink,
 } from './app-services.js';
@@ -62,15 +63,6 @@ export interface CommandAppOptions {
   /** The command as people read it (`sync`, `lookup messages`): names the embedded database's lock. */
   readonly command: string;
   readonly logSink: LogSink;
-}
-
-/**
- * Connections for `accounts` worked on at once: a run holds one for its advisory lock and another
- * now and then for its ledger and progress, the process's batches take `loadConnections` (see
- * LoadGate), and a few are left for status reads. Never under node-postgres's 10.
- */
-export function databasePoolSize(accounts: number, loadConnections: number): number {
-  return Math.max(10, accounts * 2 + loadConnections + 2);
 }
 
 /** Builds the application of one command from its configuration. Opens nothing yet. */

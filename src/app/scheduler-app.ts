@@ -14,6 +14,7 @@ import {
   createAppLogger,
   createConnectionWarner,
   createSyncDependencies,
+  databasePoolSize,
   requireMigrated,
   selectAccounts,
   type LogSink,
@@ -78,15 +79,13 @@ export async function openSchedulerApp(
   const warnConnection = createConnectionWarner(log);
   const database = await openDatabase(config.database, {
     command: 'telesync schedule',
-    // Each run in hand holds a connection for its lock and uses more for its batches; /healthz
+    // Every stream of every account in hand may run at once, each a run with its lock; /healthz
     // must not queue behind them, or a busy scheduler would read as a dead database.
     maxConnections: Math.min(
       MAX_SCHEDULER_CONNECTIONS,
-      Math.max(
-        10,
-        plan.scheduled.length * Math.min(accounts.length, config.accountConcurrency) * 2 +
-          config.sync.loadConnections +
-          2,
+      databasePoolSize(
+        plan.scheduled.length * Math.min(accounts.length, config.accountConcurrency),
+        config.sync.loadConnections,
       ),
     ),
     onIdleError: (error) => warnConnection('an idle database connection failed', error),

@@ -23,11 +23,11 @@ import {
   createAppLogger,
   createConnectionWarner,
   createSyncDependencies,
+  databasePoolSize,
   requireMigrated,
   selectAccounts,
   type LogSink,
 } from './app-services.js';
-import { databasePoolSize } from './command-app.js';
 import { createServedRoutes } from './served-routes.js';
 
 /** How often a worker records that it is alive (status lists those seen in the last 3). */

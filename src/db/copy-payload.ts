@@ -46,15 +46,6 @@ export class CopyText {
   readonly #chunks: Buffer[] = [];
   #current: Buffer | undefined;
   #used = 0;
-  #rowCount = 0;
-
-  get rowCount(): number {
-    return this.#rowCount;
-  }
-
-  get byteLength(): number {
-    return this.#chunks.reduce((total, chunk) => total + chunk.length, this.#used);
-  }
 
   /** Adds one row: `line` is its fields in COPY text format, tab-separated, without a newline. */
   append(line: string): void {
@@ -63,7 +54,6 @@ export class CopyText {
     const written = current.write(line, this.#used, 'utf8');
     current[this.#used + written] = NEWLINE;
     this.#used += written + 1;
-    this.#rowCount++;
   }
 
   /**
@@ -87,7 +77,6 @@ export class CopyText {
       const target = picked.#roomFor(row.length);
       row.copy(target, picked.#used);
       picked.#used += row.length;
-      picked.#rowCount++;
     }
     return picked;
   }

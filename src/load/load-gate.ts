@@ -1,6 +1,12 @@
 import { ConcurrencyGate } from '../util/concurrency-gate.js';
 
 /**
+ * Rows the loaders of one process may have queued together, per connection of its gate: four
+ * batches each, enough that a connection always has its next transaction ready.
+ */
+const QUEUED_BATCHES_PER_CONNECTION = 4;
+
+/**
  * The way of every loader of a process to the database: at most `connections` of their
  * transactions at once, first come first served, and a bound on the rows queued behind them.
  *
@@ -31,6 +37,14 @@ export class LoadGate {
     if (!(maxQueuedRows >= 1)) {
       throw new RangeError(`a load gate's row bound is at least 1, not ${maxQueuedRows}`);
     }
+  }
+
+  /**
+   * A gate of `connections` whose row bound is QUEUED_BATCHES_PER_CONNECTION batches of
+   * `batchSize` per connection.
+   */
+  static forBatches(connections: number, batchSize: number): LoadGate {
+    return new LoadGate(connections, connections * batchSize * QUEUED_BATCHES_PER_CONNECTION);
   }
 
   /** Runs one transaction once fewer than `connections` others are running. */
@@ -69,9 +83,3 @@ export class LoadGate {
     return new Promise((resolve) => this.#waitingForRoom.push(resolve));
   }
 }
-
-/**
- * Rows the loaders of one process may have queued together, per connection of its gate: four
- * batches each, enough that a connection always has its next transaction ready.
- */
-export const QUEUED_BATCHES_PER_CONNECTION = 4;

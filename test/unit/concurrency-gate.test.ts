@@ -96,6 +96,12 @@ describe('LoadGate', () => {
     expect(gate.queuedRows).toBe(100);
   });
 
+  it('sized for batches, bounds four batches a connection', () => {
+    const gate = LoadGate.forBatches(2, 100);
+    expect(gate.connections).toBe(2);
+    expect(gate.maxQueuedRows).toBe(800);
+  });
+
   it('writes one transaction at a time with one connection', async () => {
     const gate = new LoadGate(1, 10);
     const first = deferred();

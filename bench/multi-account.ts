@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MAX_ACCOUNT_CONCURRENCY } from '../src/config/component-settings.js';
 import { measureCopyLimit } from './backfill/measure-copy-limit.js';
 import type { CopyLimitRun } from './backfill/throughput-round.js';
 import type { BenchContext } from './support/bench-context.js';
@@ -31,8 +32,6 @@ import { jsonLines, telesyncEnv } from './support/telesync-command.js';
 
 const PAGE_ROWS = 20;
 const BACKFILL_DAYS = 90;
-/** The most TELESYNC_ACCOUNT_CONCURRENCY accepts (src/config/component-settings.ts). */
-const MAX_ACCOUNT_CONCURRENCY = 32;
 const WALL_RATIO_TARGET = 1.25;
 const WIDE_SHARE_TARGET = 0.85;
 const RSS_TARGET_MB = 400;

@@ -134,12 +134,13 @@ export function createAccountClients(
 const PAGES_PER_CONNECTION = 2;
 
 /**
- * Connections for `accounts` worked on at once: a run holds one for its advisory lock and another
- * now and then for its ledger and progress, the process's batches take `loadConnections` (see
- * LoadGate), and a few are left for status reads. Never under node-postgres's 10.
+ * Connections for `accounts` worked on at once: one holds every run lock of the process (see
+ * withAdvisoryLock), a run takes one now and then for its ledger and progress, the process's
+ * batches take `loadConnections` (see LoadGate), and a few are left for status reads. Never under
+ * node-postgres's 10.
  */
 export function databasePoolSize(accounts: number, loadConnections: number): number {
-  return Math.max(10, accounts * 2 + loadConnections + 2);
+  return Math.max(10, 1 + accounts + loadConnections + 2);
 }
 
 /**

@@ -79,8 +79,9 @@ export async function openSchedulerApp(
   const warnConnection = createConnectionWarner(log);
   const database = await openDatabase(config.database, {
     command: 'telesync schedule',
-    // Every stream of every account in hand may run at once, each a run with its lock; /healthz
-    // must not queue behind them, or a busy scheduler would read as a dead database.
+    // Every stream of every account in hand may run at once, each a run using a connection now and
+    // then (their locks share one); /healthz must not queue behind them, or a busy scheduler would
+    // read as a dead database.
     maxConnections: Math.min(
       MAX_SCHEDULER_CONNECTIONS,
       databasePoolSize(

@@ -24,8 +24,11 @@ const MAX_SLICE_HOURS = 30 * 24;
 const MAX_HISTORY_DAYS = 90;
 /** A body past 1 GiB is never a page; the cap exists to keep memory bounded. */
 const MAX_BODY_BYTES_LIMIT = 1024 * 1024 * 1024;
-/** Each account in hand holds about three database connections; PostgreSQL's default allows 100. */
-const MAX_ACCOUNT_CONCURRENCY = 32;
+/**
+ * Each account in hand uses about one database connection (databasePoolSize); PostgreSQL's default
+ * allows 100.
+ */
+export const MAX_ACCOUNT_CONCURRENCY = 64;
 /** More writers than a database server's cores only make them wait on each other. */
 const MAX_LOAD_CONNECTIONS = 64;
 

@@ -1,15 +1,17 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { sleep } from '../util/sleep.js';
 import type { Database } from './connect.js';
 
 /**
  * One run per account and stream at a time, across processes and within one.
  *
- * Across processes: a session-level Postgres advisory lock, held on a connection reserved for the
- * run, released when the run ends or the process dies (the session ends). Within a process: a
- * registry, because one session may take the same advisory lock twice (and the embedded database
- * is a single session; other processes cannot open it at all, see embedded-lock.ts).
+ * Across processes: session-level Postgres advisory locks, released when the run ends or the
+ * process dies (the session ends). Every lock of a process is held on one connection of its pool,
+ * its lock session, kept while any lock is held or wanted: a run costs no connection of its own
+ * for its lock, so a process's connections do not grow with the accounts it works on. Within a
+ * process: a registry, because one session may take the same advisory lock twice (and the embedded
+ * database is a single session; other processes cannot open it at all, see embedded-lock.ts).
  */
 
 const heldInProcess = new Set<string>();
@@ -41,7 +43,7 @@ export class LockLostError extends Error {
   }
 }
 
-/** How often the connection holding a lock is checked to be alive. */
+/** How often the lock session's connection is checked to be alive. */
 const LOCK_HEARTBEAT_MS = 1_000;
 
 export interface LockOptions {
@@ -51,6 +53,107 @@ export interface LockOptions {
   onWait?: () => void;
   signal?: AbortSignal;
   pollMs?: number;
+}
+
+/**
+ * The connection that holds every advisory lock of a process's runs on one database, from the
+ * first lock wanted until the last is released. When its connection fails, every lock on it is
+ * gone at once: `lost` aborts, and the next lock wanted opens a new session.
+ */
+class LockSession {
+  readonly #lost = new AbortController();
+  readonly #connection: Promise<Kysely<unknown>>;
+  readonly #heartbeat: ReturnType<typeof setInterval>;
+  #end!: () => void;
+  #checking: Promise<boolean> | undefined;
+  /** Locks held and lock attempts under way: the session ends when none is left. */
+  #users = 0;
+
+  constructor(
+    root: Kysely<unknown>,
+    private readonly onEnd: (session: LockSession) => void,
+  ) {
+    const ended = new Promise<void>((resolve) => (this.#end = resolve));
+    this.#connection = new Promise((resolve, reject) => {
+      root
+        .connection()
+        .execute(async (connection) => {
+          resolve(connection);
+          await ended;
+          // Nothing should be held by now; a lock left by a failed unlock must not go back to the
+          // pool with the connection.
+          await sql`SELECT pg_advisory_unlock_all()`.execute(connection).catch(() => undefined);
+        })
+        .catch((error: unknown) => {
+          this.#lose(error);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        });
+    });
+    // An unopened session is told by the attempt that waits for it, not by an unhandled rejection.
+    this.#connection.catch(() => undefined);
+    this.#heartbeat = setInterval(() => void this.verify(), LOCK_HEARTBEAT_MS);
+    this.#heartbeat.unref();
+  }
+
+  get lost(): AbortSignal {
+    return this.#lost.signal;
+  }
+
+  join(): void {
+    this.#users += 1;
+  }
+
+  /** One user is done; the last one ends the session and gives its connection back. */
+  leave(): void {
+    this.#users -= 1;
+    if (this.#users > 0) return;
+    clearInterval(this.#heartbeat);
+    this.onEnd(this);
+    this.#end();
+  }
+
+  async run<R>(query: RawBuilder<R>): Promise<R | undefined> {
+    const result = await query.execute(await this.#connection);
+    return result.rows[0];
+  }
+
+  /** Whether the session's connection answers; when it does not, every lock on it is lost. */
+  verify(): Promise<boolean> {
+    if (this.#lost.signal.aborted) return Promise.resolve(false);
+    this.#checking ??= this.#connection
+      .then((connection) => sql`SELECT 1`.execute(connection))
+      .then(
+        () => true,
+        (error: unknown) => {
+          this.#lose(error);
+          return false;
+        },
+      )
+      .finally(() => (this.#checking = undefined));
+    return this.#checking;
+  }
+
+  #lose(cause: unknown): void {
+    if (this.#lost.signal.aborted) return;
+    this.#lost.abort(cause);
+    // New locks go to a new session; this one ends when its holders have let go.
+    this.onEnd(this);
+  }
+}
+
+/** The open lock session of each database's pool. */
+const sessions = new WeakMap<Kysely<unknown>, LockSession>();
+
+function joinLockSession(root: Kysely<unknown>): LockSession {
+  let session = sessions.get(root);
+  if (session === undefined) {
+    session = new LockSession(root, (ending) => {
+      if (sessions.get(root) === ending) sessions.delete(root);
+    });
+    sessions.set(root, session);
+  }
+  session.join();
+  return session;
 }
 
 /**
@@ -68,15 +171,25 @@ export async function withAdvisoryLock<T>(
 ): Promise<T> {
   const qualified = `${database.schema}:${name}`;
   const key = advisoryLockKey(`telesync:${qualified}`);
-  return database.root.connection().execute(async (connection) => {
+  const session = joinLockSession(database.root);
+  try {
     const deadline = Date.now() + options.waitMs;
     let told = false;
     for (;;) {
       if (!heldInProcess.has(qualified)) {
-        const result = await sql<{
-          locked: boolean;
-        }>`SELECT pg_try_advisory_lock(${key}::bigint) AS locked`.execute(connection);
-        if (result.rows[0]?.locked === true) break;
+        // Claimed in the registry before asking: on the shared session a second attempt of this
+        // process would be granted the lock again.
+        heldInProcess.add(qualified);
+        let locked = false;
+        try {
+          const row = await session.run(
+            sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${key}::bigint) AS locked`,
+          );
+          locked = row?.locked === true;
+        } finally {
+          if (!locked) heldInProcess.delete(qualified);
+        }
+        if (locked) break;
       }
       if (Date.now() >= deadline) throw new LockBusyError(name);
       if (!told) {
@@ -88,34 +201,20 @@ export async function withAdvisoryLock<T>(
         options.signal,
       );
     }
-    heldInProcess.add(qualified);
     const lost = new AbortController();
-    let checking: Promise<boolean> | undefined;
-    /** Whether the lock is still held: its connection answers. Aborts `lost` when it does not. */
-    const verify = (): Promise<boolean> => {
-      if (lost.signal.aborted) return Promise.resolve(false);
-      checking ??= sql`SELECT 1`
-        .execute(connection)
-        .then(
-          () => true,
-          (error: unknown) => {
-            lost.abort(new LockLostError(name, { cause: error }));
-            return false;
-          },
-        )
-        .finally(() => (checking = undefined));
-      return checking;
-    };
-    const heartbeat = setInterval(() => void verify(), LOCK_HEARTBEAT_MS);
-    heartbeat.unref();
+    const tell = (): void => lost.abort(new LockLostError(name, { cause: session.lost.reason }));
+    if (session.lost.aborted) tell();
+    else session.lost.addEventListener('abort', tell, { once: true });
     try {
-      return await use(lost.signal, verify);
+      return await use(lost.signal, () => session.verify());
     } finally {
-      clearInterval(heartbeat);
+      session.lost.removeEventListener('abort', tell);
+      // Unlocked before the registry lets another run of this process try: on this session the
+      // lock would otherwise still be held (a new session would find it busy).
+      await session.run(sql`SELECT pg_advisory_unlock(${key}::bigint)`).catch(() => undefined);
       heldInProcess.delete(qualified);
-      await sql`SELECT pg_advisory_unlock(${key}::bigint)`
-        .execute(connection)
-        .catch(() => undefined);
     }
-  });
+  } finally {
+    session.leave();
+  }
 }

@@ -222,6 +222,17 @@ describe('hostile configuration', () => {
     expect(problemsOf({ TELESYNC_LOAD_CONNECTIONS: '65' })).toContain('TELESYNC_LOAD_CONNECTIONS');
   });
 
+  it('reads the accounts at once from the environment, 4 by default, 1 to 64', () => {
+    expect(loadConfig({}).accountConcurrency).toBe(4);
+    expect(loadConfig({ TELESYNC_ACCOUNT_CONCURRENCY: '64' }).accountConcurrency).toBe(64);
+    expect(problemsOf({ TELESYNC_ACCOUNT_CONCURRENCY: '0' })).toContain(
+      'TELESYNC_ACCOUNT_CONCURRENCY',
+    );
+    expect(problemsOf({ TELESYNC_ACCOUNT_CONCURRENCY: '65' })).toContain(
+      'TELESYNC_ACCOUNT_CONCURRENCY',
+    );
+  });
+
   it('takes plain decimals, from the environment and from a file', () => {
     expect(loadConfig({ TELESYNC_MAX_RPS: '12.5' }).api.maxRps).toBe(12.5);
     expect(loadConfig({}, { path: '/x.json', text: '{"api":{"max_rps":7.25}}' }).api.maxRps).toBe(

@@ -78,19 +78,19 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     context.log(
       `simulator ${rateLimit} per account, ${accounts} accounts × ${formatInteger(callsPerAccount)} calls`,
     );
-    runs.push(await runBackfill(context, simulator, narrow.slice(0, 1), 'one account alone'));
-    runs.push(await runBackfill(context, simulator, narrow, `${accounts} accounts`));
+    runs.push(await runBackfill(context, simulator, narrow.slice(0, 1), 'one account alone', 1));
+    runs.push(await runBackfill(context, simulator, narrow, `${accounts} accounts`, accounts));
   } finally {
     await simulator.stop();
   }
 
-  // (b) the wide scenario, and the COPY limit of the same machine in the same run.
+  // (b) the COPY limit of the same machine in the same run, then the wide scenario with as many
+  // accounts at once as the README's sizing rule gives for that limit.
   const wide = benchAccounts(context, wideAccounts);
   const wideSimulator = await startSimulator(context, wide, wideCallsPerAccount, rateLimit);
   let copyLimit: CopyLimitRun;
+  let wideConcurrency: number;
   try {
-    context.log(`${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls`);
-    runs.push(await runBackfill(context, wideSimulator, wide, `${wideAccounts} accounts`));
     const dataset = await wideSimulator.dataset();
     // The oracle is a pure function of the dataset, so the COPY limit can load as many rows as
     // benchmark 1 does (settings.calls) without a simulator serving them.
@@ -100,6 +100,13 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     });
     context.log(`COPY limit over ${formatInteger(settings.calls)} calls`);
     copyLimit = await measureCopyLimit(context, oracle, 0);
+    wideConcurrency = accountsAtOnce(copyLimit.rowsPerSecond, ceilingRowsPerSecond, wideAccounts);
+    context.log(
+      `${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls, ${wideConcurrency} at once`,
+    );
+    runs.push(
+      await runBackfill(context, wideSimulator, wide, `${wideAccounts} accounts`, wideConcurrency),
+    );
   } finally {
     await wideSimulator.stop();
   }
@@ -127,6 +134,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       ceilingRowsPerSecond,
       wideBoundRowsPerSecond: wideBound,
       wideShare,
+      wideAccountsAtOnce: wideConcurrency,
       copyLimitRowsPerSecond: copyLimit.rowsPerSecond,
       copyLimitRows: copyLimit.rows,
       peakRssBytes: peakRss,
@@ -181,11 +189,24 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     ],
     tables: [{ title: 'Runs', table: runsTable(runs, ceilingRowsPerSecond) }],
     notes: [
-      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account and TELESYNC_ACCOUNT_CONCURRENCY = min(accounts, ${MAX_ACCOUNT_CONCURRENCY}) (its maximum); with more accounts than that, the wide scenario cannot use every account's budget at once.`,
+      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the README's sizing rule, the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)} rounded (${wideConcurrency} here): more at once costs more CPU per row and is slower (docs/scaling.md).`,
       `Rows/s is rows stored ÷ wall time of the whole command, start-up included. The ceiling is accounts × ${formatInteger(ceilingRowsPerSecond)} rows/s (${limitRequests} requests per ${windowSeconds} s × ${PAGE_ROWS} rows a page). 429s and requests per ${windowSeconds} s are the simulator's counts.`,
       `Rows are checked against the sum of every account's records_upserted; not yet against the simulator's data per account.`,
     ],
   };
+}
+
+/**
+ * Accounts at once for a backfill of `accounts` accounts by the README's rule: the write ceiling ÷
+ * one account's ceiling, rounded, within 1 and TELESYNC_ACCOUNT_CONCURRENCY's maximum.
+ */
+export function accountsAtOnce(
+  writeCeilingRowsPerSecond: number,
+  accountCeilingRowsPerSecond: number,
+  accounts: number,
+): number {
+  const byRule = Math.round(writeCeilingRowsPerSecond / accountCeilingRowsPerSecond);
+  return Math.max(1, Math.min(byRule, accounts, MAX_ACCOUNT_CONCURRENCY));
 }
 
 function startSimulator(
@@ -210,6 +231,7 @@ async function runBackfill(
   simulator: SimulatorProcess,
   accounts: readonly BenchAccount[],
   scenario: string,
+  accountConcurrency: number,
 ): Promise<MultiAccountRun> {
   const { settings, db } = context;
   // Start with every account's whole budget: nothing in the simulator's sliding window.
@@ -229,7 +251,6 @@ async function runBackfill(
         })),
       }),
     );
-    const accountConcurrency = Math.min(accounts.length, MAX_ACCOUNT_CONCURRENCY);
     const env = telesyncEnv({
       databaseUrl: settings.databaseUrl,
       schema,

@@ -1,5 +1,5 @@
-import type { Database } from '../db/connect.js';
-import { findLatestRuns, pingDatabase } from '../db/repositories/health-repository.js';
+import { pingDatabase, type Database } from '../db/connect.js';
+import { findLatestRuns } from '../db/repositories/health-repository.js';
 import { describeError } from '../util/coerce-error.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { evaluateHealth, type DatabaseAnswer, type HealthReport } from './health.js';
@@ -41,7 +41,7 @@ export function createHealthCheck(options: HealthCheckOptions): () => Promise<He
     let unread: readonly HorizonUnread[] = [];
     const { horizon } = options;
     try {
-      await withTimeout(pingDatabase(options.database.root), timeoutMs, 'SELECT 1');
+      await withTimeout(pingDatabase(options.database), timeoutMs, 'SELECT 1');
       const runs = await withTimeout(
         findLatestRuns(options.database.db, options.accountIds, options.streams),
         timeoutMs,

@@ -1,5 +1,5 @@
 import type { RequestMeter } from '../api/request-meter.js';
-import type { TelephonyClient } from '../api/telephony-client.js';
+import type { PagingOptions, TelephonyClient } from '../api/telephony-client.js';
 import type { Database } from '../db/connect.js';
 import type { LoadStrategy } from '../db/data-loader.js';
 import type { LoadGate } from '../load/load-gate.js';
@@ -61,4 +61,16 @@ export interface RunContext {
   readonly signal: AbortSignal | undefined;
   /** Aborted when the connection holding the run's lock ends: nothing more is written. */
   readonly lockLost?: AbortSignal | undefined;
+}
+
+/**
+ * How a run's listings page: its meter counts the requests, its signal stops them between pages and
+ * in every wait, and no listing takes more than TELESYNC_MAX_PAGES_PER_WINDOW pages.
+ */
+export function pagingOptions(context: RunContext): PagingOptions {
+  return {
+    meter: context.meter,
+    maxPages: context.settings.maxPagesPerWindow,
+    ...(context.signal ? { stopSignal: context.signal } : {}),
+  };
 }

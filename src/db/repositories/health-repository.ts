@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Tables } from '../schema.js';
 
 /**
@@ -94,9 +94,4 @@ export async function findWatermarks(
       ? []
       : [{ accountId: row.account_id, stream: row.stream, watermark: row.watermark }],
   );
-}
-
-/** `SELECT 1` on the connection without a default schema: does the database answer at all? */
-export async function pingDatabase(root: Kysely<unknown>): Promise<void> {
-  await sql`SELECT 1`.execute(root);
 }

@@ -29,7 +29,7 @@ import { describeError } from '../../util/coerce-error.js';
 import { forEachConcurrently } from '../../util/for-each-concurrently.js';
 import { formatIsoMicros, MICROS_PER_HOUR, MICROS_PER_MINUTE } from '../../util/micros.js';
 import { receiveRecords } from '../receive-records.js';
-import type { RunContext } from '../run-context.js';
+import { pagingOptions, type RunContext } from '../run-context.js';
 
 /**
  * The lookup streams (messages, powerpacks, call_streams): records fetched by key from a queue
@@ -115,11 +115,7 @@ export async function syncPowerpacks(context: RunContext): Promise<void> {
  * wrong credentials or a refused request stop the run (every other entry would fail the same way).
  */
 async function runLookups(context: RunContext, lookup: LookupStream): Promise<void> {
-  const options: PagingOptions = {
-    meter: context.meter,
-    maxPages: context.settings.maxPagesPerWindow,
-    ...(context.signal ? { stopSignal: context.signal } : {}),
-  };
+  const options = pagingOptions(context);
   const loader = new BatchLoader(context, lookup.spec, ONE_TRANSACTION_PER_UNIT);
   for (;;) {
     // Stop between rounds: each round commits whole, so nothing fetched is left unstored.

@@ -5,7 +5,7 @@ import type { Normalizer } from '../../normalize/normalize-records.js';
 import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
 import { formatIsoMicros } from '../../util/micros.js';
 import { receiveRecords } from '../receive-records.js';
-import type { RunContext } from '../run-context.js';
+import { pagingOptions, type RunContext } from '../run-context.js';
 import type { TimeWindow } from '../window-planner.js';
 
 /** What reading every page of a window found. */
@@ -53,12 +53,7 @@ export async function readTrunkCallWindow(
 ): Promise<WindowRead> {
   const pages = context.client.iterateTrunkCalls(
     { end_time: { gte: window.start, lt: window.end } },
-    {
-      meter: context.meter,
-      pageConcurrency: context.pageConcurrency,
-      maxPages: context.settings.maxPagesPerWindow,
-      ...(context.signal ? { stopSignal: context.signal } : {}),
-    },
+    { ...pagingOptions(context), pageConcurrency: context.pageConcurrency },
   );
   const seen = new Set<string>();
   const totals = new Set<number>();

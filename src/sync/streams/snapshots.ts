@@ -14,7 +14,7 @@ import type { Normalizer } from '../../normalize/normalize-records.js';
 import { normalizeSipEndpoint } from '../../normalize/normalize-sip-endpoint.js';
 import { normalizeVerifiedCallerId } from '../../normalize/normalize-verified-caller-id.js';
 import { receiveRecords } from '../receive-records.js';
-import type { RunContext } from '../run-context.js';
+import { pagingOptions, type RunContext } from '../run-context.js';
 
 /**
  * The snapshot streams (endpoints, caller_ids): every record is read each run, so the service's
@@ -73,11 +73,7 @@ async function syncSnapshot(context: RunContext, snapshot: SnapshotStream): Prom
   let expected: number | undefined;
   // A snapshot is bounded (pages, total_count) and stops on request between pages and in every
   // wait: what was read is stored, and a snapshot cut short marks nothing deleted.
-  const options: PagingOptions = {
-    meter: context.meter,
-    maxPages: context.settings.maxPagesPerWindow,
-    ...(context.signal ? { stopSignal: context.signal } : {}),
-  };
+  const options = pagingOptions(context);
   let stopped = false;
   try {
     for await (const page of snapshot.fetch(context, options)) {

@@ -3,6 +3,7 @@ import { billingViews } from './0002-billing-views.js';
 import { columnComments } from './0003-column-comments.js';
 import { nullableWireFields } from './0004-nullable-wire-fields.js';
 import { streamEvents } from './0005-stream-events.js';
+import { ledgerComments } from './0006-ledger-comments.js';
 import type { SchemaMigration } from './migration-types.js';
 
 /**
@@ -15,4 +16,5 @@ export const MIGRATIONS: readonly SchemaMigration[] = [
   columnComments,
   nullableWireFields,
   streamEvents,
+  ledgerComments,
 ];

@@ -101,6 +101,22 @@ describe('comments of the migrated schema', () => {
     expect(problems).toEqual([]);
   });
 
+  it("says when the window ledger's status, attempts and rows_stored change, as docs/schema.md does", async () => {
+    const columns = await columnComments(handle.database.root, handle.database.schema);
+    const ledger = (column: string): string =>
+      columns.find((c) => c.relation === 'sync_windows' && c.column === column)?.comment ?? '';
+    expect(ledger('status')).toMatch(
+      /^planned .*running \(being read: set with the read's first write/,
+    );
+    expect(ledger('status')).toContain('so a short window may go straight to complete');
+    expect(ledger('attempts')).toBe(
+      "Full reads started for this slot, counted with each read's first write (count).",
+    );
+    expect(ledger('rows_stored')).toContain(
+      'when the window last completed or was verified, in the same transaction',
+    );
+  });
+
   it('gives amounts their meaning, currency and form', async () => {
     const columns = await columnComments(handle.database.root, handle.database.schema);
     const totalAmount = columns.find(

@@ -27,6 +27,17 @@ const day = (index: number, endHours = 24): SlotWindow => ({
  * recordWindowChanges writes in one statement what markWindowRunning and completeWindow write one
  * after another: the same changes, applied both ways to two accounts' ledgers, leave the same rows.
  */
+/** A trunk-call run of this test, for the ledger's last_run_id. */
+function testRun(db: Parameters<typeof insertRun>[0], accountId: string): Promise<number> {
+  return insertRun(db, {
+    accountId,
+    stream: 'trunk_calls',
+    command: 'test',
+    pid: process.pid,
+    host: 'test',
+  });
+}
+
 describe(`recordWindowChanges (${harnessTarget().description})`, () => {
   let handle: TestDatabase;
   let runId: number;
@@ -35,13 +46,7 @@ describe(`recordWindowChanges (${harnessTarget().description})`, () => {
 
   beforeAll(async () => {
     handle = await createTestDatabase();
-    runId = await insertRun(handle.database.db, {
-      accountId: together.accountId,
-      stream: 'trunk_calls',
-      command: 'test',
-      pid: process.pid,
-      host: 'test',
-    });
+    runId = await testRun(handle.database.db, together.accountId);
   });
   afterAll(async () => {
     await handle?.close();
@@ -176,13 +181,7 @@ describe(`recordWindowChanges (${harnessTarget().description})`, () => {
   it('a run that lost its slot to another run neither restores nor fails it; its own slots it does', async () => {
     const { db, schema } = handle.database;
     const key: LedgerKey = { accountId: 'MA_TAKEN_OVER', stream: 'trunk_calls' };
-    const newer = await insertRun(db, {
-      accountId: key.accountId,
-      stream: 'trunk_calls',
-      command: 'test',
-      pid: process.pid,
-      host: 'test',
-    });
+    const newer = await testRun(db, key.accountId);
     await insertPlannedWindows(db, key, [day(10), day(11), day(12), day(13)]);
     for (const slot of [10, 11, 12, 13]) await markWindowRunning(db, schema, key, day(slot), runId);
     // The older run lost its lock: the newer one took day 10 (running) and read day 11 in full.

@@ -1,5 +1,6 @@
 import type { RequestMeter } from '../api/request-meter.js';
 import type { PagingOptions, TelephonyClient } from '../api/telephony-client.js';
+import type { RequestOptions } from '../api/transport.js';
 import type { Database } from '../db/connect.js';
 import type { LoadStrategy } from '../db/data-loader.js';
 import type { LoadGate } from '../load/load-gate.js';
@@ -63,14 +64,15 @@ export interface RunContext {
   readonly lockLost?: AbortSignal | undefined;
 }
 
+/** How a run's requests go: its meter counts them, its signal stops them in every wait. */
+export function requestOptions(context: RunContext): RequestOptions {
+  return { meter: context.meter, ...(context.signal ? { stopSignal: context.signal } : {}) };
+}
+
 /**
- * How a run's listings page: its meter counts the requests, its signal stops them between pages and
- * in every wait, and no listing takes more than TELESYNC_MAX_PAGES_PER_WINDOW pages.
+ * How a run's listings page: as its requests go (requestOptions), stopping between pages too, and
+ * no listing takes more than TELESYNC_MAX_PAGES_PER_WINDOW pages.
  */
 export function pagingOptions(context: RunContext): PagingOptions {
-  return {
-    meter: context.meter,
-    maxPages: context.settings.maxPagesPerWindow,
-    ...(context.signal ? { stopSignal: context.signal } : {}),
-  };
+  return { ...requestOptions(context), maxPages: context.settings.maxPagesPerWindow };
 }

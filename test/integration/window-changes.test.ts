@@ -23,10 +23,6 @@ const day = (index: number, endHours = 24): SlotWindow => ({
   end: FIRST + index * MICROS_PER_DAY + (endHours * MICROS_PER_DAY) / 24,
 });
 
-/**
- * recordWindowChanges writes in one statement what markWindowRunning and completeWindow write one
- * after another: the same changes, applied both ways to two accounts' ledgers, leave the same rows.
- */
 /** A trunk-call run of this test, for the ledger's last_run_id. */
 function testRun(db: Parameters<typeof insertRun>[0], accountId: string): Promise<number> {
   return insertRun(db, {
@@ -38,6 +34,10 @@ function testRun(db: Parameters<typeof insertRun>[0], accountId: string): Promis
   });
 }
 
+/**
+ * recordWindowChanges writes in one statement what markWindowRunning and completeWindow write one
+ * after another: the same changes, applied both ways to two accounts' ledgers, leave the same rows.
+ */
 describe(`recordWindowChanges (${harnessTarget().description})`, () => {
   let handle: TestDatabase;
   let runId: number;

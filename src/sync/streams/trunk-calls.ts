@@ -27,7 +27,7 @@ import { BatchLoader, type CommitBatch, type CommitHook } from '../../load/batch
 import { describeError } from '../../util/coerce-error.js';
 import { formatIsoMicros, parseEpochMicros, type EpochMicros } from '../../util/micros.js';
 import type { Tables } from '../../db/schema.js';
-import type { RunContext } from '../run-context.js';
+import { requestOptions, type RunContext } from '../run-context.js';
 import type { SyncSettings } from '../sync-settings.js';
 import { afterProbe, decideBackfill, decideIncremental } from '../window-actions.js';
 import {
@@ -376,10 +376,7 @@ async function probeWindow(
   ledgerWrites: CommitBatch<WindowChange>,
 ): Promise<void> {
   const total = await context.client
-    .countTrunkCalls(
-      { end_time: { gte: window.start, lt: window.end } },
-      { meter: context.meter, ...(context.signal ? { stopSignal: context.signal } : {}) },
-    )
+    .countTrunkCalls({ end_time: { gte: window.start, lt: window.end } }, requestOptions(context))
     .catch((error: unknown) => {
       throw error instanceof RequestStoppedError ? new PagingStoppedError() : error;
     });

@@ -34,7 +34,7 @@ import { clampTimerMs } from '../util/sleep.js';
  * account in 5 s and refused two (benchmark 7), so arrivals there lag their starts by more than
  * 10 ms now and then; 25 ms are left for that now.
  */
-export const ARRIVAL_JITTER_ALLOWANCE_MS = 30;
+const ARRIVAL_JITTER_ALLOWANCE_MS = 30;
 
 /**
  * How late a start may be against its slot without moving later slots: timers fire on whole

@@ -10,12 +10,14 @@ import { BACKFILL_DAYS, type CopyLimitRun, type CopyLoad } from './throughput-ro
 
 /**
  * The COPY limit: the backfill's rows, made in a worker process without HTTP, loaded with COPY
- * over each count of connections in turn (rotated by round); the best load is the limit.
+ * over each count of connections in turn (`laneCounts`, by default copyLaneCounts(), rotated by
+ * round); the best load is the limit.
  */
 export async function measureCopyLimit(
   context: BenchContext,
   oracle: SimulatorOracle,
   index: number,
+  laneCounts: readonly number[] = copyLaneCounts(),
 ): Promise<CopyLimitRun> {
   const { db, settings } = context;
   const schema = await db.createSchema('copy');
@@ -26,7 +28,7 @@ export async function measureCopyLimit(
       schema,
       days: BACKFILL_DAYS,
       batchSize: settings.batchSize,
-      laneCounts: rotate(copyLaneCounts(), index),
+      laneCounts: rotate(laneCounts, index),
     };
     const { result } = await runWorkerProcess<CopyLimitResult>('copy-limit-worker', input, {
       label: 'COPY limit',

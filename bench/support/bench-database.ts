@@ -103,6 +103,29 @@ export class BenchDatabase {
     return Number(rows[0]?.n ?? 0);
   }
 
+  /**
+   * Rows of each account whose end_time lies in that account's [from, to), in one scan: account →
+   * count (0 for an account with none).
+   */
+  async countTrunkCallsPerAccount(
+    schema: string,
+    ranges: readonly { accountId: string; from: string; to: string }[],
+  ): Promise<Map<string, number>> {
+    const rows = await this.query<{ account_id: string; n: string }>(
+      `SELECT r.account_id, count(t.account_id) AS n
+         FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS r(account_id, lo, hi)
+         LEFT JOIN "${schema}".trunk_calls t
+           ON t.account_id = r.account_id AND t.end_time >= r.lo AND t.end_time < r.hi
+        GROUP BY r.account_id`,
+      [
+        ranges.map((range) => range.accountId),
+        ranges.map((range) => range.from),
+        ranges.map((range) => range.to),
+      ],
+    );
+    return new Map(rows.map((row) => [row.account_id, Number(row.n)]));
+  }
+
   async close(): Promise<void> {
     await this.#pool.end();
   }

@@ -117,8 +117,9 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     runs.push(
       await runBackfill(context, wideSimulator, wide, `${wideAccounts} accounts`, wideConcurrency),
     );
-    // Again after the wide run, on the lanes that did best: this machine's speed drifts by a
-    // quarter over minutes, and the mean of the two is the limit while the wide run ran.
+    // Again after the wide run, on the lanes that did best: a machine's speed can drift over
+    // minutes (by a quarter within twenty minutes at stop 21), and the mean of the two is the
+    // limit while the wide run ran.
     context.log(`COPY limit again, ${copyBefore.bestLanes} lane(s)`);
     copyAfter = await measureCopyLimit(context, oracle, 0, [copyBefore.bestLanes]);
   } finally {

@@ -95,51 +95,87 @@ export type LookupOutcome =
   /** Fetched, but worth fetching again at `nextAttemptAt` (a stream still running); not a failure. */
   | { status: 'recheck'; nextAttemptAt: string };
 
-/** Records the outcome of one lookup attempt (in the transaction that stored its data, if any). */
-export async function recordLookupOutcome(
+/**
+ * Records the outcomes of a round of lookup attempts, key → outcome, in one statement (in the
+ * transaction that stored their data): a round is up to a few hundred entries, and one UPDATE per
+ * entry would be as many round trips, each felt with a database far away.
+ */
+export async function recordLookupOutcomes(
   db: Kysely<Tables>,
+  schema: string,
   queue: LookupQueue,
   accountId: string,
-  key: string,
-  outcome: LookupOutcome,
+  outcomes: ReadonlyMap<string, LookupOutcome>,
   now: string,
 ): Promise<void> {
-  const keyColumn = QUEUE_KEY[queue];
-  const changes =
-    outcome.status === 'fetched'
-      ? {
-          status: 'fetched',
-          fetched_at: now,
-          last_error: null,
-          next_attempt_at: null,
-          attempts: sql<number>`attempts + 1`,
-        }
-      : outcome.status === 'recheck'
-        ? {
-            status: 'pending',
-            fetched_at: now,
-            last_error: null,
-            next_attempt_at: outcome.nextAttemptAt,
-          }
-        : outcome.status === 'not_found'
-          ? {
-              status: 'not_found',
-              last_error: outcome.error,
-              next_attempt_at: null,
-              attempts: sql<number>`attempts + 1`,
-            }
-          : {
-              status: outcome.nextAttemptAt === undefined ? 'failed' : 'pending',
-              last_error: outcome.error,
-              next_attempt_at: outcome.nextAttemptAt ?? null,
-              attempts: sql<number>`attempts + 1`,
-            };
-  await db
-    .updateTable(queue)
-    .set(changes as never)
-    .where('account_id', '=', accountId)
-    .where(sql.ref(keyColumn), '=', key)
-    .execute();
+  if (outcomes.size === 0) return;
+  const changes = [...outcomes].map(([key, outcome]) => ({ key, ...queueChange(outcome) }));
+  const column = <K extends keyof QueueChange>(name: K) => changes.map((change) => change[name]);
+  const keyColumn = sql.ref(`q.${QUEUE_KEY[queue]}`);
+  await sql`
+    UPDATE ${sql.id(schema, queue)} AS q
+       SET status = o.status,
+           fetched_at = CASE WHEN o.marks_fetched THEN ${now}::timestamptz ELSE q.fetched_at END,
+           last_error = o.last_error,
+           next_attempt_at = o.next_attempt_at,
+           attempts = q.attempts + CASE WHEN o.counts_attempt THEN 1 ELSE 0 END
+      FROM unnest(
+             ${changes.map((change) => change.key)}::text[],
+             ${column('status')}::text[],
+             ${column('marksFetched')}::boolean[],
+             ${column('lastError')}::text[],
+             ${column('nextAttemptAt')}::timestamptz[],
+             ${column('countsAttempt')}::boolean[]
+           ) AS o(key, status, marks_fetched, last_error, next_attempt_at, counts_attempt)
+     WHERE q.account_id = ${accountId} AND ${keyColumn} = o.key`.execute(db);
+}
+
+/** What one outcome does to its queue entry. */
+interface QueueChange {
+  readonly status: 'pending' | 'fetched' | 'not_found' | 'failed';
+  /** fetched_at becomes the round's time (else it stays). */
+  readonly marksFetched: boolean;
+  readonly lastError: string | null;
+  readonly nextAttemptAt: string | null;
+  /** The attempt counts towards TELESYNC_LOOKUP_MAX_ATTEMPTS (a recheck does not). */
+  readonly countsAttempt: boolean;
+}
+
+function queueChange(outcome: LookupOutcome): QueueChange {
+  switch (outcome.status) {
+    case 'fetched':
+      return {
+        status: 'fetched',
+        marksFetched: true,
+        lastError: null,
+        nextAttemptAt: null,
+        countsAttempt: true,
+      };
+    case 'recheck':
+      return {
+        status: 'pending',
+        marksFetched: true,
+        lastError: null,
+        nextAttemptAt: outcome.nextAttemptAt,
+        countsAttempt: false,
+      };
+    case 'not_found':
+      return {
+        status: 'not_found',
+        marksFetched: false,
+        lastError: outcome.error,
+        nextAttemptAt: null,
+        countsAttempt: true,
+      };
+    case 'retry':
+      return {
+        status: outcome.nextAttemptAt === undefined ? 'failed' : 'pending',
+        marksFetched: false,
+        lastError: outcome.error,
+        nextAttemptAt: outcome.nextAttemptAt ?? null,
+        countsAttempt: true,
+      };
+  }
 }
 
 /** How many entries of each status a queue holds for an account. */

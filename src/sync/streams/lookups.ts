@@ -10,7 +10,7 @@ import { RequestStoppedError } from '../../api/transport.js';
 import type { LoadRow } from '../../db/data-loader.js';
 import {
   findDueLookups,
-  recordLookupOutcome,
+  recordLookupOutcomes,
   type DueLookup,
   type LookupOutcome,
   type LookupQueue,
@@ -140,10 +140,16 @@ async function runLookups(context: RunContext, lookup: LookupStream): Promise<vo
       if (outcome === 'stopped') context.stats.stopped = true;
       else outcomes.set(entry.key, outcome);
     });
-    await loader.commit(async (trx, now) => {
-      for (const [key, outcome] of outcomes)
-        await recordLookupOutcome(trx, lookup.queue, context.accountId, key, outcome, now);
-    });
+    await loader.commit((trx, now) =>
+      recordLookupOutcomes(
+        trx,
+        context.database.schema,
+        lookup.queue,
+        context.accountId,
+        outcomes,
+        now,
+      ),
+    );
     context.stats.windowsCompleted += [...outcomes.values()].filter(
       (outcome) => outcome.status !== 'retry',
     ).length;

@@ -23,7 +23,11 @@ import {
   type Table,
 } from './support/report.js';
 import { SimulatorOracle } from './support/simulator-oracle.js';
-import { SimulatorProcess, type BenchAccount } from './support/simulator-process.js';
+import {
+  SimulatorProcess,
+  type BenchAccount,
+  type SimulatorDataset,
+} from './support/simulator-process.js';
 import { round } from './support/stats.js';
 import { jsonLines, telesyncEnv } from './support/telesync-command.js';
 import { verifyAccountRows, type AccountCoverage } from './support/verify-rows.js';
@@ -87,8 +91,13 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     context.log(
       `simulator ${rateLimit} per account, ${accounts} accounts × ${formatInteger(callsPerAccount)} calls`,
     );
-    runs.push(await runBackfill(context, simulator, narrow.slice(0, 1), 'one account alone', 1));
-    runs.push(await runBackfill(context, simulator, narrow, `${accounts} accounts`, accounts));
+    const dataset = await verifiedDataset(simulator, narrow[0]!);
+    runs.push(
+      await runBackfill(context, simulator, dataset, narrow.slice(0, 1), 'one account alone', 1),
+    );
+    runs.push(
+      await runBackfill(context, simulator, dataset, narrow, `${accounts} accounts`, accounts),
+    );
   } finally {
     await simulator.stop();
   }
@@ -101,7 +110,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   let copyAfter: CopyLimitRun;
   let wideConcurrency: number;
   try {
-    const dataset = await wideSimulator.dataset();
+    const dataset = await verifiedDataset(wideSimulator, wide[0]!);
     // The oracle is a pure function of the dataset, so the COPY limit can load as many rows as
     // benchmark 1 does (settings.calls) without a simulator serving them.
     const oracle = new SimulatorOracle({
@@ -115,7 +124,14 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       `${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls, ${wideConcurrency} at once`,
     );
     runs.push(
-      await runBackfill(context, wideSimulator, wide, `${wideAccounts} accounts`, wideConcurrency),
+      await runBackfill(
+        context,
+        wideSimulator,
+        dataset,
+        wide,
+        `${wideAccounts} accounts`,
+        wideConcurrency,
+      ),
     );
     // Again after the wide run, on the lanes that did best: a machine's speed can drift over
     // minutes (by a quarter within twenty minutes at stop 21), and the mean of the two is the
@@ -249,10 +265,27 @@ function startSimulator(
   });
 }
 
-/** One `telesync backfill --days 90` of the given accounts, named in a TELESYNC_CONFIG file. */
+/**
+ * The dataset `simulator` serves, once an oracle rebuilt from it agrees with the running simulator
+ * (for `account`): the rows of every backfill are checked against such oracles.
+ */
+async function verifiedDataset(
+  simulator: SimulatorProcess,
+  account: BenchAccount,
+): Promise<SimulatorDataset> {
+  const dataset = await simulator.dataset();
+  await new SimulatorOracle({ dataset, account }).verifyAgainst(simulator);
+  return dataset;
+}
+
+/**
+ * One `telesync backfill --days 90` of the given accounts, named in a TELESYNC_CONFIG file; every
+ * account's rows checked against the simulator's `dataset`.
+ */
 async function runBackfill(
   context: BenchContext,
   simulator: SimulatorProcess,
+  dataset: SimulatorDataset,
   accounts: readonly BenchAccount[],
   scenario: string,
   accountConcurrency: number,
@@ -290,10 +323,6 @@ async function runBackfill(
     // The accounts come from the file only.
     delete env.TELESYNC_AUTH_ID;
     delete env.TELESYNC_AUTH_TOKEN;
-    // The rows are checked against oracles rebuilt from the simulator's dataset: first, that the
-    // rebuilt data is the running simulator's.
-    const dataset = await simulator.dataset();
-    await new SimulatorOracle({ dataset, account: accounts[0]! }).verifyAgainst(simulator);
     await db.checkpoint();
     await simulator.resetStats();
     context.log(`${scenario}: telesync backfill --days ${BACKFILL_DAYS}`);

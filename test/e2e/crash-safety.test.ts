@@ -27,17 +27,20 @@ async function runAndKill(
   moment: KillMoment,
 ): Promise<{ killed: boolean; code: number | null }> {
   const requestsBefore = service.stats().requests.total;
-  const child = startTelesync(args, env);
-  if ('afterSpawnMs' in moment) {
-    await new Promise((resolve) => setTimeout(resolve, moment.afterSpawnMs));
-  } else {
+  // startTelesync's time limit is a SIGKILL.
+  const child = startTelesync(
+    args,
+    env,
+    'afterSpawnMs' in moment ? { timeoutMs: moment.afterSpawnMs } : {},
+  );
+  if ('afterFirstRequestMs' in moment) {
     await waitFor(() => child.hasExited() || service.stats().requests.total > requestsBefore, {
       intervalMs: 5,
       what: 'the first request of the run',
     });
     await new Promise((resolve) => setTimeout(resolve, moment.afterFirstRequestMs));
+    child.kill('SIGKILL');
   }
-  child.kill('SIGKILL');
   const { code, signal } = await child.exited;
   return { killed: signal === 'SIGKILL', code };
 }

@@ -23,7 +23,7 @@ describe.each(bothDatabases())('recordLookupOutcomes ($description)', (target) =
     const { db } = handle.database;
     const keys = ['m-fetched', 'm-recheck', 'm-missing', 'm-retry', 'm-given-up', 'm-untouched'];
     await enqueueLookups(db, 'message_refs', 'ACC1', keys, 'test', { retry: false });
-    // The same key in another account, and an earlier fetch of the one to recheck.
+    // The same key in another account; every ACC1 entry tried twice and fetched once before.
     await enqueueLookups(db, 'message_refs', 'ACC2', ['m-fetched'], 'test', { retry: false });
     await db
       .updateTable('message_refs')
@@ -134,16 +134,12 @@ describe.each(bothDatabases())('recordLookupOutcomes ($description)', (target) =
     ]);
   });
 
-  it('does nothing for an empty round', async () => {
-    const { db } = handle.database;
-    await recordLookupOutcomes(
-      db,
-      handle.database.schema,
-      'powerpack_refs',
-      'ACC1',
-      new Map(),
-      NOW,
-    );
-    expect(await db.selectFrom('powerpack_refs').selectAll().execute()).toEqual([]);
+  it('leaves the queue as it was for an empty round', async () => {
+    const { db, schema } = handle.database;
+    await enqueueLookups(db, 'powerpack_refs', 'ACC1', ['p-waiting'], 'test', { retry: false });
+    const before = await db.selectFrom('powerpack_refs').selectAll().execute();
+    await recordLookupOutcomes(db, schema, 'powerpack_refs', 'ACC1', new Map(), NOW);
+    expect(await db.selectFrom('powerpack_refs').selectAll().execute()).toEqual(before);
+    expect(before).toMatchObject([{ powerpack_uuid: 'p-waiting', status: 'pending', attempts: 0 }]);
   });
 });

@@ -109,36 +109,29 @@ export async function recordLookupOutcomes(
   now: string,
 ): Promise<void> {
   if (outcomes.size === 0) return;
-  const changes = [...outcomes].map(([key, outcome]) => ({ key, ...queueChange(outcome) }));
-  const column = <K extends keyof QueueChange>(name: K) => changes.map((change) => change[name]);
-  const keyColumn = sql.ref(`q.${QUEUE_KEY[queue]}`);
+  const records = [...outcomes].map(([key, outcome]) => ({ key, ...queueChange(outcome) }));
   await sql`
     UPDATE ${sql.id(schema, queue)} AS q
-       SET status = o.status,
-           fetched_at = CASE WHEN o.marks_fetched THEN ${now}::timestamptz ELSE q.fetched_at END,
-           last_error = o.last_error,
-           next_attempt_at = o.next_attempt_at,
-           attempts = q.attempts + CASE WHEN o.counts_attempt THEN 1 ELSE 0 END
-      FROM unnest(
-             ${changes.map((change) => change.key)}::text[],
-             ${column('status')}::text[],
-             ${column('marksFetched')}::boolean[],
-             ${column('lastError')}::text[],
-             ${column('nextAttemptAt')}::timestamptz[],
-             ${column('countsAttempt')}::boolean[]
-           ) AS o(key, status, marks_fetched, last_error, next_attempt_at, counts_attempt)
-     WHERE q.account_id = ${accountId} AND ${keyColumn} = o.key`.execute(db);
+       SET status = x.status,
+           fetched_at = CASE WHEN x.marks_fetched THEN ${now}::timestamptz ELSE q.fetched_at END,
+           last_error = x.last_error,
+           next_attempt_at = x.next_attempt_at,
+           attempts = q.attempts + CASE WHEN x.counts_attempt THEN 1 ELSE 0 END
+      FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS x(
+             key text, status text, marks_fetched boolean, last_error text,
+             next_attempt_at timestamptz, counts_attempt boolean)
+     WHERE q.account_id = ${accountId} AND ${sql.ref(`q.${QUEUE_KEY[queue]}`)} = x.key`.execute(db);
 }
 
-/** What one outcome does to its queue entry. */
+/** What one outcome does to its queue entry (a record of the UPDATE's recordset). */
 interface QueueChange {
   readonly status: 'pending' | 'fetched' | 'not_found' | 'failed';
   /** fetched_at becomes the round's time (else it stays). */
-  readonly marksFetched: boolean;
-  readonly lastError: string | null;
-  readonly nextAttemptAt: string | null;
+  readonly marks_fetched: boolean;
+  readonly last_error: string | null;
+  readonly next_attempt_at: string | null;
   /** The attempt counts towards TELESYNC_LOOKUP_MAX_ATTEMPTS (a recheck does not). */
-  readonly countsAttempt: boolean;
+  readonly counts_attempt: boolean;
 }
 
 function queueChange(outcome: LookupOutcome): QueueChange {
@@ -146,34 +139,34 @@ function queueChange(outcome: LookupOutcome): QueueChange {
     case 'fetched':
       return {
         status: 'fetched',
-        marksFetched: true,
-        lastError: null,
-        nextAttemptAt: null,
-        countsAttempt: true,
+        marks_fetched: true,
+        last_error: null,
+        next_attempt_at: null,
+        counts_attempt: true,
       };
     case 'recheck':
       return {
         status: 'pending',
-        marksFetched: true,
-        lastError: null,
-        nextAttemptAt: outcome.nextAttemptAt,
-        countsAttempt: false,
+        marks_fetched: true,
+        last_error: null,
+        next_attempt_at: outcome.nextAttemptAt,
+        counts_attempt: false,
       };
     case 'not_found':
       return {
         status: 'not_found',
-        marksFetched: false,
-        lastError: outcome.error,
-        nextAttemptAt: null,
-        countsAttempt: true,
+        marks_fetched: false,
+        last_error: outcome.error,
+        next_attempt_at: null,
+        counts_attempt: true,
       };
     case 'retry':
       return {
         status: outcome.nextAttemptAt === undefined ? 'failed' : 'pending',
-        marksFetched: false,
-        lastError: outcome.error,
-        nextAttemptAt: outcome.nextAttemptAt ?? null,
-        countsAttempt: true,
+        marks_fetched: false,
+        last_error: outcome.error,
+        next_attempt_at: outcome.nextAttemptAt ?? null,
+        counts_attempt: true,
       };
   }
 }

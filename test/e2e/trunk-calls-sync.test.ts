@@ -13,6 +13,7 @@ import {
 import { findStoredCalls } from '../support/stored-calls.js';
 import type { CliDatabase } from '../support/test-database.js';
 import { runTelesync } from '../support/run-telesync.js';
+import { utcDaysTouched } from '../support/utc-days.js';
 
 const ACCOUNT = { authId: 'MA_E2E_TRUNK', authToken: 'tok_e2e_trunk_secret' };
 const HOUR_MS = 60 * 60 * 1000;
@@ -96,7 +97,12 @@ describe('a 90-day backfill, then incremental syncs', () => {
         .execute(),
     );
     expect(ledger).toEqual([
-      { status: 'complete', windows: 91, total: expected.length, stored: expected.length },
+      {
+        status: 'complete',
+        windows: utcDaysTouched(covered.from, covered.to).length,
+        total: expected.length,
+        stored: expected.length,
+      },
     ]);
   });
 

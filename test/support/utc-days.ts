@@ -1,0 +1,15 @@
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The UTC days (YYYY-MM-DD) that [from, to) touches, oldest first: the day windows of a backfill
+ * that covered that range. Ninety days back from a moment in the day touch 91 days; from the last
+ * minutes before midnight, 90: tests that count windows derive the count from the range.
+ */
+export function utcDaysTouched(from: string, to: string): string[] {
+  const days: string[] = [];
+  const last = Date.parse(to) - 1;
+  for (let day = Math.floor(Date.parse(from) / DAY_MS) * DAY_MS; day <= last; day += DAY_MS) {
+    days.push(new Date(day).toISOString().slice(0, 10));
+  }
+  return days;
+}

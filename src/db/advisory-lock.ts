@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { sleep } from '../util/sleep.js';
 import type { Database } from './connect.js';
@@ -73,6 +74,8 @@ class LockSession {
     root: Kysely<unknown>,
     private readonly onEnd: (session: LockSession) => void,
   ) {
+    // Every lock held on the session listens for its loss: as many listeners as accounts at once.
+    setMaxListeners(0, this.#lost.signal);
     const ended = new Promise<void>((resolve) => (this.#end = resolve));
     this.#connection = new Promise((resolve, reject) => {
       root

@@ -76,9 +76,13 @@ describe.skipIf(harnessTarget().kind !== 'postgres')('the connection holding a r
     expect(lost).toBe(false);
   });
 
-  it('held by many runs of a process, all sit on one connection of its pool, and other processes find them busy', async () => {
+  it('held by many runs of a process, all sit on one connection of its pool, other processes find them busy, and Node warns of no listener leak', async () => {
     const test = await createTestDatabase({ migrate: false });
     opened.push(test);
+    // Each held lock listens for its session's loss: twelve are more than Node's default of ten.
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning.name);
+    process.on('warning', onWarning);
     const target = harnessTarget();
     if (target.kind !== 'postgres') throw new Error('PostgreSQL only');
     // Another process: its own pool on the same schema.
@@ -114,16 +118,20 @@ describe.skipIf(harnessTarget().kind !== 'postgres')('the connection holding a r
       );
       await allHeldNow;
       expect(await holders()).toEqual({ locks: 12, sessions: 1 });
+      await new Promise((resolve) => setImmediate(resolve));
+      const warnedWhileHeld = [...warnings];
       await expect(
         withAdvisoryLock(other, names[5]!, { waitMs: 0 }, () => Promise.resolve()),
       ).rejects.toBeInstanceOf(LockBusyError);
       release();
       await Promise.all(runs);
+      expect(warnedWhileHeld).not.toContain('MaxListenersExceededWarning');
       expect(await holders()).toEqual({ locks: 0, sessions: 0 });
       expect(
         await withAdvisoryLock(other, names[5]!, { waitMs: 0 }, () => Promise.resolve('taken')),
       ).toBe('taken');
     } finally {
+      process.off('warning', onWarning);
       await other.close();
     }
   });

@@ -190,7 +190,15 @@ export class SchemaNotMigratedError extends Error {
     /** Names of the pending migrations. */
     readonly pending: readonly string[],
   ) {
-    super(`the schema "${schema}" at ${location} has ${pending.length} pending migration(s)`);
+    const named =
+      pending.length <= 3
+        ? pending.join(', ')
+        : `${pending.slice(0, 2).join(', ')} and ${pending.length - 2} more`;
+    super(
+      `The schema "${schema}" at ${location} is not migrated ` +
+        `(${pending.length} migration${pending.length === 1 ? '' : 's'} pending: ${named}). ` +
+        'Run telesync migrate first.',
+    );
   }
 }
 

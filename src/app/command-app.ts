@@ -2,6 +2,7 @@ import type { TelephonyClient } from '../api/telephony-client.js';
 import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
 import { ConfigError } from '../config/config-errors.js';
 import { openDatabase, pingDatabase, type Database } from '../db/connect.js';
+import { migrateToLatest } from '../db/migrate.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { openPgBossQueue } from '../jobs/pg-boss-queue.js';
@@ -12,6 +13,7 @@ import {
   createAppLogger,
   createSyncDependencies,
   databasePoolSize,
+  requireMigrated,
   selectAccounts,
   type LogSink,
 } from './app-services.js';
@@ -29,6 +31,11 @@ export interface CommandApp {
   selectAccounts(only: string | undefined): AccountConfig[];
   /** Opens the database, runs `use`, and always closes it. */
   withDatabase<T>(use: (database: Database) => Promise<T>): Promise<T>;
+  /**
+   * withDatabase for a command that reads or writes telesync's tables: SchemaNotMigratedError,
+   * before `use`, when the schema is behind the code.
+   */
+  withMigratedDatabase<T>(use: (database: Database) => Promise<T>): Promise<T>;
   /** Builds a client per account (in their order), runs `use`, and always closes them. */
   withClients<T>(
     accounts: readonly AccountConfig[],
@@ -41,18 +48,27 @@ export interface CommandApp {
    */
   withJobQueue<T>(use: (queue: JobQueue, database: Database) => Promise<T>): Promise<T>;
   /**
-   * The database (checked to answer: DatabaseUnreachableError otherwise), a client per account and
-   * the sync services, for `use`; all closed after.
+   * The database (checked to answer: DatabaseUnreachableError otherwise; and to be migrated:
+   * SchemaNotMigratedError, unless `options.migrate` brings it up to date), a client per account
+   * and the sync services, for `use`; all closed after.
    */
   withSync<T>(
     accounts: readonly AccountConfig[],
     use: (session: SyncSession) => Promise<T>,
+    options?: SyncSessionOptions,
   ): Promise<T>;
+}
+
+export interface SyncSessionOptions {
+  /** Apply the pending migrations first (the demo) rather than refuse a schema behind the code. */
+  readonly migrate?: boolean;
 }
 
 /** What a command that syncs works with. */
 export interface SyncSession {
   readonly database: Database;
+  /** The migrations this command applied (SyncSessionOptions.migrate); empty otherwise. */
+  readonly applied: readonly string[];
   /** One per account, in the order the accounts were given. */
   readonly clients: readonly TelephonyClient[];
   /** Runs one stream of one account with the services built once for the command. */
@@ -81,6 +97,12 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
     }
   };
 
+  const withMigratedDatabase = <T>(use: (database: Database) => Promise<T>): Promise<T> =>
+    withDatabase(async (database) => {
+      await requireMigrated(database);
+      return use(database);
+    });
+
   const withClients = async <T>(
     accounts: readonly AccountConfig[],
     use: (clients: readonly TelephonyClient[]) => Promise<T>,
@@ -105,7 +127,7 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
         },
       ]);
     }
-    return withDatabase(async (database) => {
+    return withMigratedDatabase(async (database) => {
       const queue = await openPgBossQueue({
         connectionString: url,
         schema: jobSchemaName(config.database.schema),
@@ -131,11 +153,14 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
     withJobQueue,
     selectAccounts: (only) => selectAccounts(config, only),
     withDatabase,
+    withMigratedDatabase,
     withClients,
-    withSync: (accounts, use) =>
+    withSync: (accounts, use, options = {}) =>
       withDatabase(async (database) => {
-        // Down at the start: one line for the command, not one stack trace per stream.
+        // Down or not migrated: one line for the command, not one stack trace per stream.
         await pingDatabase(database);
+        const applied = options.migrate === true ? await migrateToLatest(database) : [];
+        await requireMigrated(database);
         return withClients(accounts, (clients) => {
           const deps = createSyncDependencies(
             config,
@@ -145,6 +170,7 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
           );
           return use({
             database,
+            applied,
             clients,
             runStream: (client, request) => runStream(deps, client, request),
           });

@@ -149,7 +149,7 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
   if (options.dryRun === true) {
     const now = epochMicrosFromMillis(Date.now());
     const maxRps = app.config.api.maxRps;
-    return app.withDatabase(async (database) => {
+    return app.withMigratedDatabase(async (database) => {
       if (options.json !== true)
         writeNotice(
           context.io,

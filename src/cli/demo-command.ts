@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import type { Database } from '../db/connect.js';
-import { migrateToLatest } from '../db/migrate.js';
 import { deleteAccountRows } from '../db/repositories/account-data-repository.js';
 import { findBillingSummary } from '../db/repositories/billing-repository.js';
 import { enqueueLookups } from '../db/repositories/lookup-queue-repository.js';
@@ -63,64 +62,69 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
     io.out(
       `telesync demo: a simulated account ${DEMO_ACCOUNT} with ${number.format(calls)} calls over 90 days, served at ${sim.url}\n`,
     );
-    return await app.withSync([account], async ({ database, clients, runStream }) => {
-      io.out(
-        `1. database: ${database.kind === 'embedded' ? 'embedded PostgreSQL (PGlite) in' : 'PostgreSQL at'} ${database.location}, schema "${database.schema}"`,
-      );
-      const applied = await migrateToLatest(database);
-      io.out(`   ${applied.length === 0 ? 'schema up to date' : `applied ${applied.join(', ')}`}`);
-      // Its data changes with the clock the simulator starts at: an earlier demo's would not match.
-      if ((await deleteAccountRows(database.db, DEMO_ACCOUNT)) > 0)
-        io.out(`   cleared the data of an earlier demo (account ${DEMO_ACCOUNT} only)`);
-
-      const run = async (
-        stream: StreamName,
-        extra: { backfill?: ReturnType<typeof lastDays> } = {},
-      ): Promise<SyncResult> => {
-        const result = await runStream(clients[0]!, {
-          stream,
-          command: 'demo',
-          lockWaitMs: 60_000,
-          ...extra,
-        });
-        io.out(`   ${formatRunLine(result)}`);
-        return result;
-      };
-
-      io.out(`2. backfill the last ${HORIZON_DAYS} days of trunk call records`);
-      const backfill = await run('trunk_calls', {
-        backfill: lastDays(epochMicrosFromMillis(Date.now()), HORIZON_DAYS),
-      });
-      const results = [backfill];
-      const covered = backfill.backfill?.covered;
-      if (covered !== undefined && backfill.status === 'succeeded') {
-        // The calls of the newest minutes, which the backfill leaves to the next sync.
-        const settling = await clients[0]!.countTrunkCalls({
-          end_time: { gte: covered.end, lt: epochMicrosFromMillis(Date.now()) },
-        });
+    return await app.withSync(
+      [account],
+      async ({ database, applied, clients, runStream }) => {
         io.out(
-          `   ${explainBackfillCount(backfill.stats.recordsFetched, calls, settling, config.sync.settleLagMinutes)}`,
+          `1. database: ${database.kind === 'embedded' ? 'embedded PostgreSQL (PGlite) in' : 'PostgreSQL at'} ${database.location}, schema "${database.schema}"`,
         );
-      }
-      io.out('3. snapshot SIP endpoints and verified caller IDs');
-      results.push(await run('endpoints'), await run('caller_ids'));
+        io.out(
+          `   ${applied.length === 0 ? 'schema up to date' : `applied ${applied.join(', ')}`}`,
+        );
+        // Its data changes with the clock the simulator starts at: an earlier demo's would not match.
+        if ((await deleteAccountRows(database.db, DEMO_ACCOUNT)) > 0)
+          io.out(`   cleared the data of an earlier demo (account ${DEMO_ACCOUNT} only)`);
 
-      io.out('4. look up messages by UUID, then the sender packs they use');
-      const messageUuids = sim.dataset().accounts[0]!.exampleMessageUuids;
-      await enqueueLookups(database.db, 'message_refs', DEMO_ACCOUNT, messageUuids, 'demo', {
-        retry: true,
-      });
-      results.push(await run('messages'), await run('powerpacks'));
+        const run = async (
+          stream: StreamName,
+          extra: { backfill?: ReturnType<typeof lastDays> } = {},
+        ): Promise<SyncResult> => {
+          const result = await runStream(clients[0]!, {
+            stream,
+            command: 'demo',
+            lockWaitMs: 60_000,
+            ...extra,
+          });
+          io.out(`   ${formatRunLine(result)}`);
+          return result;
+        };
 
-      io.out('\n5. billing, from the billing_daily view (last 7 UTC days, per direction)');
-      io.out(await billingSummary(database));
-      io.out(
-        `\nThe data lives in ${database.location} (schema "${database.schema}"). ` +
-          `Try: npx telesync status${database.kind === 'embedded' ? '' : `, or psql and SELECT * FROM ${database.schema}.billing_daily`}.` +
-          '\nTo sync a real account: set TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN, then npx telesync sync (see README).',
-      );
-      return results.some((result) => result.status !== 'succeeded') ? EXIT.FAILED : EXIT.OK;
-    });
+        io.out(`2. backfill the last ${HORIZON_DAYS} days of trunk call records`);
+        const backfill = await run('trunk_calls', {
+          backfill: lastDays(epochMicrosFromMillis(Date.now()), HORIZON_DAYS),
+        });
+        const results = [backfill];
+        const covered = backfill.backfill?.covered;
+        if (covered !== undefined && backfill.status === 'succeeded') {
+          // The calls of the newest minutes, which the backfill leaves to the next sync.
+          const settling = await clients[0]!.countTrunkCalls({
+            end_time: { gte: covered.end, lt: epochMicrosFromMillis(Date.now()) },
+          });
+          io.out(
+            `   ${explainBackfillCount(backfill.stats.recordsFetched, calls, settling, config.sync.settleLagMinutes)}`,
+          );
+        }
+        io.out('3. snapshot SIP endpoints and verified caller IDs');
+        results.push(await run('endpoints'), await run('caller_ids'));
+
+        io.out('4. look up messages by UUID, then the sender packs they use');
+        const messageUuids = sim.dataset().accounts[0]!.exampleMessageUuids;
+        await enqueueLookups(database.db, 'message_refs', DEMO_ACCOUNT, messageUuids, 'demo', {
+          retry: true,
+        });
+        results.push(await run('messages'), await run('powerpacks'));
+
+        io.out('\n5. billing, from the billing_daily view (last 7 UTC days, per direction)');
+        io.out(await billingSummary(database));
+        io.out(
+          `\nThe data lives in ${database.location} (schema "${database.schema}"). ` +
+            `Try: npx telesync status${database.kind === 'embedded' ? '' : `, or psql and SELECT * FROM ${database.schema}.billing_daily`}.` +
+            '\nTo sync a real account: set TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN, then npx telesync sync (see README).',
+        );
+        return results.some((result) => result.status !== 'succeeded') ? EXIT.FAILED : EXIT.OK;
+      },
+      { migrate: true },
+    );
   } finally {
     await sim.close();
   }

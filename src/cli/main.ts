@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { SchemaNotMigratedError } from '../app/app-services.js';
 import { ConfigError } from '../config/config-errors.js';
 import { DatabaseUnreachableError } from '../db/connect.js';
 import { EmbeddedDatabaseBusyError } from '../db/embedded-lock.js';
@@ -62,6 +63,10 @@ function reportFailure(error: unknown, io: CliIo): ExitCode {
   }
   if (error instanceof ConfigError || error instanceof UsageError) {
     io.err(error.message);
+    return EXIT.USAGE;
+  }
+  if (error instanceof SchemaNotMigratedError) {
+    writeNotice(io, 'error', error.message);
     return EXIT.USAGE;
   }
   if (error instanceof EmbeddedDatabaseBusyError || error instanceof DatabaseUnreachableError) {

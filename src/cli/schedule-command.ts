@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { SchemaNotMigratedError } from '../app/app-services.js';
 import { openSchedulerApp, type SchedulerApp } from '../app/scheduler-app.js';
 import { CONFIG_DEFAULTS, scheduleVariable } from '../config/config-defaults.js';
 import type { RunningHttpServer } from '../http/http-server.js';
@@ -73,23 +72,11 @@ async function runSchedule(
   hooks: ScheduleCommandHooks,
 ): Promise<ExitCode> {
   const { io } = context;
-  let app: SchedulerApp;
-  try {
-    app = await openSchedulerApp(context.config(), {
-      logSink: context.logSink,
-      processMetrics: !once,
-    });
-  } catch (error) {
-    if (!(error instanceof SchemaNotMigratedError)) throw error;
-    writeNotice(
-      io,
-      'error',
-      `The schema "${error.schema}" at ${error.location} is not migrated ` +
-        `(${error.pending.length} migration${error.pending.length === 1 ? '' : 's'} pending: ${error.pending.join(', ')}). ` +
-        'Run telesync migrate first.',
-    );
-    return EXIT.USAGE;
-  }
+  // A schema behind the code is told by runCli, once, like every command's.
+  const app: SchedulerApp = await openSchedulerApp(context.config(), {
+    logSink: context.logSink,
+    processMetrics: !once,
+  });
   const { log, scheduler, settings } = app;
   const shutdown = onShutdownSignal(() =>
     writeNotice(

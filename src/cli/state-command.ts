@@ -95,7 +95,7 @@ async function runStateShow(
   options: { account?: string; json?: boolean },
 ): Promise<ExitCode> {
   const app = context.app('state show');
-  return app.withDatabase(async (database) => {
+  return app.withMigratedDatabase(async (database) => {
     const accounts = await stateAccounts(app, database, options.account);
     const streams = stream === undefined ? STREAM_NAMES : [stream];
     const states: StreamState[] = [];
@@ -189,7 +189,7 @@ async function runStateReset(
     );
   }
   const app = context.app('state reset');
-  return app.withDatabase(async (database) => {
+  return app.withMigratedDatabase(async (database) => {
     const accounts = await stateAccounts(app, database, options.account);
     if (accounts.length === 0) {
       writeNotice(

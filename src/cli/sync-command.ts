@@ -64,7 +64,7 @@ async function previewRuns(
   const accounts = app.selectAccounts(options.account);
   const maxRps = app.config.api.maxRps;
   const now = epochMicrosFromMillis(Date.now());
-  return app.withDatabase(async (database) => {
+  return app.withMigratedDatabase(async (database) => {
     if (options.json !== true)
       writeNotice(
         context.io,

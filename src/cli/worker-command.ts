@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { SchemaNotMigratedError } from '../app/app-services.js';
 import { openWorkerApp } from '../app/worker-app.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
@@ -35,20 +34,11 @@ async function runWorker(
     options.concurrency === undefined
       ? undefined
       : parseWholeNumber(options.concurrency, '--concurrency', 1, 256);
-  let app;
-  try {
-    app = await openWorkerApp(context.config(), {
-      logSink: context.logSink,
-      ...(concurrency === undefined ? {} : { concurrency }),
-    });
-  } catch (error) {
-    if (!(error instanceof SchemaNotMigratedError)) throw error;
-    io.err(
-      `The schema "${error.schema}" at ${error.location} is not migrated ` +
-        `(${error.pending.length} pending: ${error.pending.join(', ')}). Run telesync migrate first.`,
-    );
-    return EXIT.USAGE;
-  }
+  // A schema behind the code is told by runCli, once, like every command's.
+  const app = await openWorkerApp(context.config(), {
+    logSink: context.logSink,
+    ...(concurrency === undefined ? {} : { concurrency }),
+  });
   const shutdown = onShutdownSignal(() =>
     io.err('draining: the runs in hand finish their batch, no new job is taken (again to force)'),
   );

@@ -1,5 +1,8 @@
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../migrations/index.js';
+import { redactUrl } from '../../src/util/redact.js';
+import { jsonLines } from '../support/command-output.js';
 import { useCliFixture } from '../support/cli-fixture.js';
 import { runTelesync } from '../support/run-telesync.js';
 
@@ -7,6 +10,44 @@ import { runTelesync } from '../support/run-telesync.js';
 const cli = useCliFixture({ migrate: false });
 
 describe(`telesync migrate (${cli.target.description})`, () => {
+  it('is asked for, in one line and exit 2, by every command that uses the tables before it ran', async () => {
+    // An account and a service address that answers nothing: a command that went ahead anyway
+    // would fail its runs (exit 1) rather than refuse (exit 2).
+    const env = {
+      ...cli.database.env,
+      TELESYNC_AUTH_ID: 'MA_E2E_UNMIGRATED',
+      TELESYNC_AUTH_TOKEN: 'unmigrated-token',
+      TELESYNC_BASE_URL: 'http://127.0.0.1:9',
+    };
+    const location =
+      cli.target.kind === 'postgres'
+        ? redactUrl(cli.target.url)
+        : resolve(cli.database.env.TELESYNC_DATA_DIR!);
+    const pending = `${MIGRATIONS.length} migrations pending: ${MIGRATIONS[0]!.name}, ${MIGRATIONS[1]!.name} and ${MIGRATIONS.length - 2} more`;
+    for (const args of [
+      ['sync'],
+      ['sync', 'trunk_calls', '--dry-run'],
+      ['backfill', '--days', '1'],
+      ['lookup', 'messages', '00000000-0000-4000-8000-000000000000'],
+      ['state', 'show'],
+    ]) {
+      const result = await runTelesync(args, env);
+      expect({ args, code: result.code, stdout: result.stdout }).toEqual({
+        args,
+        code: 2,
+        stdout: '',
+      });
+      const lines = jsonLines(result.stderr);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ level: 'error' });
+      expect(lines[0]!.msg).toBe(
+        `The schema "${cli.database.env.TELESYNC_SCHEMA}" at ${location} is not ` +
+          `migrated (${pending}). Run telesync migrate first.`,
+      );
+      expect(result.stderr).not.toContain('unmigrated-token');
+    }
+  });
+
   it('applies the migrations, then finds nothing to apply, and --status lists them', async () => {
     const first = await runTelesync(['migrate'], cli.database.env);
     expect(first.stderr).toBe('');

@@ -35,6 +35,7 @@ export function createLogger(options: LoggerOptions): Logger {
       done();
     },
   });
+  const errorSerializer = serializeError(options.level === 'debug' || options.level === 'trace');
   return pino(
     {
       level: options.level,
@@ -42,10 +43,39 @@ export function createLogger(options: LoggerOptions): Logger {
       // Six fraction digits, like every timestamp of telesync's machine output.
       timestamp: () => `,"time":"${formatIsoFixed(epochMicrosFromMillis(Date.now()))}"`,
       formatters: { level: (label) => ({ level: label }) },
-      serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
+      serializers: { err: errorSerializer, error: errorSerializer },
     },
     sink,
   );
+}
+
+/** Fields of node-postgres's errors that locate the server's C source or repeat the level. */
+const ERROR_NOISE = [
+  'length',
+  'severity',
+  'file',
+  'line',
+  'routine',
+  'position',
+  'internalPosition',
+];
+
+/** Error types that mean a bug in telesync, not a condition an operator acts on. */
+const PROGRAMMING_ERRORS = [TypeError, ReferenceError, RangeError, SyntaxError];
+
+/**
+ * An error as an operator reads it: its type, message (with its causes'), and fields such as a
+ * status or SQLSTATE code. The stack only where it helps: at debug level, or for a programming
+ * error, which is worth a report; otherwise it turns one failure into a screenful.
+ */
+function serializeError(withStacks: boolean): (value: unknown) => unknown {
+  return (value) => {
+    if (!(value instanceof Error)) return value;
+    const { stack, ...fields } = pino.stdSerializers.err(value) as Record<string, unknown>;
+    for (const key of ERROR_NOISE) delete fields[key];
+    const keepStack = withStacks || PROGRAMMING_ERRORS.some((type) => value instanceof type);
+    return keepStack ? { ...fields, stack } : fields;
+  };
 }
 
 const LEVEL_LABEL: Readonly<Record<string, string>> = {

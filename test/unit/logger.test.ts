@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, prettyLine } from '../../src/util/logger.js';
+import { createLogger, prettyLine, type LogLevel } from '../../src/util/logger.js';
 
-function capture(pretty = false) {
+function capture(pretty = false, level: LogLevel = 'debug') {
   const lines: string[] = [];
   const log = createLogger({
-    level: 'debug',
+    level,
     secrets: ['tok_s3cr"et\\x', 'db-p@ss'],
     pretty,
     write: (line) => lines.push(line),
@@ -39,5 +39,42 @@ describe('createLogger', () => {
       /^\d\d:\d\d:\d\d WARN {2}window failed {2}stream=trunk_calls windows=3\n$/,
     );
     expect(prettyLine('not json\n')).toBe('not json\n');
+  });
+
+  it('logs an error as its type, message, causes and fields, its stack only at debug level or for a bug', () => {
+    // node-postgres's error: a SQLSTATE code worth keeping, and fields locating PostgreSQL's C source.
+    const database = Object.assign(new Error('relation "s.sync_runs" does not exist'), {
+      length: 116,
+      severity: 'ERROR',
+      code: '42P01',
+      position: '8',
+      file: 'parse_relation.c',
+      line: '1371',
+      routine: 'parserOpenTable',
+    });
+    const failed = new Error('run could not start', { cause: database });
+    const atInfo = capture(false, 'info');
+    atInfo.log.error({ err: failed }, 'run failed');
+    atInfo.log.error(
+      { err: new TypeError("Cannot read properties of undefined (reading 'x')") },
+      'bug',
+    );
+    const [operational, bug] = atInfo.lines.map(
+      (line) => JSON.parse(line) as { err: Record<string, string> },
+    );
+    expect(operational!.err).toEqual({
+      type: 'Error',
+      message: 'run could not start: relation "s.sync_runs" does not exist',
+    });
+    expect(bug!.err.type).toBe('TypeError');
+    expect(bug!.err.stack).toContain('    at ');
+
+    const atDebug = capture(false, 'debug');
+    atDebug.log.error({ err: database }, 'run failed');
+    const { err } = JSON.parse(atDebug.lines[0]!) as { err: Record<string, string> };
+    expect(err).toMatchObject({ type: 'Error', code: '42P01' });
+    expect(err.stack).toContain('    at ');
+    expect(atDebug.lines[0]).not.toContain('parserOpenTable');
+    expect(atInfo.lines.length + atDebug.lines.length).toBe(3);
   });
 });

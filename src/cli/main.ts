@@ -61,12 +61,12 @@ function reportFailure(error: unknown, io: CliIo): ExitCode {
     if (error.exitCode === 0) return EXIT.OK;
     return EXIT.USAGE;
   }
-  if (error instanceof ConfigError || error instanceof UsageError) {
+  if (
+    error instanceof ConfigError ||
+    error instanceof UsageError ||
+    error instanceof SchemaNotMigratedError
+  ) {
     io.err(error.message);
-    return EXIT.USAGE;
-  }
-  if (error instanceof SchemaNotMigratedError) {
-    writeNotice(io, 'error', error.message);
     return EXIT.USAGE;
   }
   if (error instanceof EmbeddedDatabaseBusyError || error instanceof DatabaseUnreachableError) {

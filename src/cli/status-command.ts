@@ -8,7 +8,6 @@ import {
 } from '../db/repositories/job-queue-repository.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { accountQueueName } from '../jobs/pg-boss-queue.js';
-import { pendingMigrations } from '../db/migrate.js';
 import {
   findKnownAccounts,
   findStreamStatus,
@@ -18,7 +17,6 @@ import { runAgeSeconds, watermarkLagSeconds, wholeSeconds } from '../domain/fres
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
-import { writeNotice } from './notice.js';
 import { formatDuration } from './progress-reporter.js';
 import { epochMicrosFromMillis, fixIsoText, formatIsoFixed } from '../util/micros.js';
 
@@ -42,16 +40,7 @@ export function registerStatusCommand(program: Command, context: CommandContext)
 
 async function runStatus(context: CommandContext, json: boolean): Promise<ExitCode> {
   const app = context.app('status');
-  return app.withDatabase(async (database) => {
-    const pending = await pendingMigrations(database);
-    if (pending.length > 0) {
-      writeNotice(
-        context.io,
-        'error',
-        `The schema "${database.schema}" at ${database.location} is not up to date (${pending.length} migration(s) pending): run telesync migrate.`,
-      );
-      return EXIT.FAILED;
-    }
+  return app.withMigratedDatabase(async (database) => {
     const accounts = [
       ...new Set([
         ...app.config.accounts.map((account) => account.authId),

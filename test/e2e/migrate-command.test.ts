@@ -29,6 +29,8 @@ describe(`telesync migrate (${cli.target.description})`, () => {
       ['backfill', '--days', '1'],
       ['lookup', 'messages', '00000000-0000-4000-8000-000000000000'],
       ['state', 'show'],
+      ['status'],
+      ['status', '--json'],
     ]) {
       const result = await runTelesync(args, env);
       expect({ args, code: result.code, stdout: result.stdout }).toEqual({

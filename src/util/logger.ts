@@ -73,6 +73,7 @@ function serializeError(withStacks: boolean): (value: unknown) => unknown {
     if (!(value instanceof Error)) return value;
     const { stack, ...fields } = pino.stdSerializers.err(value) as Record<string, unknown>;
     for (const key of ERROR_NOISE) delete fields[key];
+    if (fields.name === fields.type) delete fields.name;
     const keepStack = withStacks || PROGRAMMING_ERRORS.some((type) => value instanceof type);
     return keepStack ? { ...fields, stack } : fields;
   };

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { startCliFixture, useCliFixture } from '../support/cli-fixture.js';
+import { jsonLines } from '../support/command-output.js';
 import { runTelesync } from '../support/run-telesync.js';
 
 const ACCOUNT = { authId: 'MA_E2E_CLI', authToken: 'tok_e2e_cli_0123456789' };
@@ -68,6 +69,12 @@ describe('sync', () => {
     );
     expect(cli.service.stats().requests.total).toBe(1);
     expect(result.stdout + result.stderr).not.toContain('wrong-token-0123');
+    // Said once on stderr too: the run's line, not the window's as well.
+    const errors = jsonLines(result.stderr).filter((line) => line.level === 'error');
+    expect(errors.map((line) => String(line.msg).slice(0, 11))).toEqual(['run failed:']);
+    expect(errors[0]!.err).toMatchObject({ type: 'ApiError', status: 401 });
+    expect(errors[0]!.err).not.toHaveProperty('stack');
+    expect(errors[0]!.err).not.toHaveProperty('name');
   });
 
   it('syncs every account of a config file', async () => {

@@ -442,9 +442,10 @@ async function settleWindowError(
     );
     return 'stopped';
   }
-  await recordWindowFailure(context, key, window, error);
   // A window the service describes impossibly fails alone, with its numbers; the next one is read.
-  if (!(error instanceof WindowIncompleteError || error instanceof PageLimitError)) throw error;
+  const failsAlone = error instanceof WindowIncompleteError || error instanceof PageLimitError;
+  await recordWindowFailure(context, key, window, error, failsAlone);
+  if (!failsAlone) throw error;
   context.stats.failures.push(error.message);
   return 'failed';
 }
@@ -454,9 +455,12 @@ async function recordWindowFailure(
   key: LedgerKey,
   window: SlotWindow,
   error: unknown,
+  failsAlone: boolean,
 ): Promise<void> {
   const message = describeError(error);
-  context.log.error({ window: describeWindow(window), err: error }, `window failed: ${message}`);
+  // An error that ends the run is said by the run's own line; the window's is for debugging.
+  const level = failsAlone ? 'error' : 'debug';
+  context.log[level]({ window: describeWindow(window), err: error }, `window failed: ${message}`);
   try {
     await failWindow(context.database.db, key, window.slotStart, message, context.runId);
   } catch (ledgerError) {

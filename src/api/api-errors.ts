@@ -85,6 +85,19 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Whether `error`, or one of its causes, is the service refusing the account's credentials (401):
+ * no other request of that account can succeed until they are fixed.
+ */
+export function isCredentialsRefused(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 5; depth++) {
+    if (current instanceof ApiError && current.status === 401) return true;
+    current = current.cause;
+  }
+  return false;
+}
+
 /** What the status means for the person reading the error, and what to do about it. */
 const STATUS_ADVICE: Readonly<Record<number, string>> = {
   400: 'the service rejected the request',

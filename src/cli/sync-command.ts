@@ -117,11 +117,15 @@ async function runSync(
       // Accounts side by side (each has its own transport and budget); one account's streams in
       // turn, so its budget is never shared by two runs.
       await mapConcurrently(clients, app.config.accountConcurrency, async (client) => {
+        // Once the service refuses the account's credentials, its other streams are not tried:
+        // each would fail the same way, with a request and an error of its own.
+        let refused: string | undefined;
         for (const stream of streams) {
           if (shutdown.signal.aborted) break;
           const result = await runStream(client, {
             stream,
             command: 'sync',
+            ...(refused === undefined ? {} : { skipBecause: refused }),
             lockWaitMs: options.wait === true ? LOCK_WAIT_MS : 0,
             signal: shutdown.signal,
             onWait: () =>
@@ -131,6 +135,8 @@ async function runSync(
                 `${stream}: another telesync run of this stream is in progress; waiting for it (--wait)`,
               ),
           });
+          if (result.credentialsRefused === true && refused === undefined)
+            refused = `skipped: the service refused the credentials of account ${client.authId} (401) in ${stream}; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN`;
           results.push(result);
           context.io.out(
             options.json === true ? JSON.stringify(runJson(result)) : formatRunLine(result),
@@ -141,7 +147,9 @@ async function runSync(
       shutdown.dispose();
     }
     if (shutdown.signal.aborted) return EXIT.FAILED;
-    const skipped = results.filter((result) => result.status === 'skipped');
+    const skipped = results.filter(
+      (result) => result.status === 'skipped' && result.credentialsRefused !== true,
+    );
     if (skipped.length > 0) {
       // A skipped run read nothing: a script must not take it for a sync that happened.
       context.io.err(

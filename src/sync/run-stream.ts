@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
+import { isCredentialsRefused } from '../api/api-errors.js';
 import { RequestMeter, type RequestMeterSnapshot } from '../api/request-meter.js';
 import type { TelephonyClient } from '../api/telephony-client.js';
 import { LockBusyError, withAdvisoryLock } from '../db/advisory-lock.js';
@@ -56,6 +57,11 @@ export interface RunRequest {
   readonly onWait?: () => void;
   /** Told every few seconds with the run's progress. */
   readonly onProgress?: (stats: RunStats, meter: RequestMeterSnapshot) => void;
+  /**
+   * Read nothing: record the run as skipped for this reason. Only for credentials an earlier run
+   * of the account had refused: the result says credentialsRefused.
+   */
+  readonly skipBecause?: string;
 }
 
 export interface SyncResult {
@@ -70,6 +76,11 @@ export interface SyncResult {
   /** Why the run failed or was skipped. */
   readonly error: string | undefined;
   readonly backfill?: BackfillPlan;
+  /**
+   * The service refused the account's credentials (401), in this run or an earlier one of the
+   * account (then the run was skipped): its other streams cannot succeed.
+   */
+  readonly credentialsRefused?: true;
 }
 
 const PROGRESS_INTERVAL_MS = 3_000;
@@ -105,6 +116,7 @@ export async function runStream(
     runId: number | undefined,
     error: string | undefined,
     backfill?: BackfillPlan,
+    credentialsRefused = false,
   ): SyncResult => ({
     accountId,
     stream: request.stream,
@@ -115,7 +127,25 @@ export async function runStream(
     durationMs: Math.round(performance.now() - started),
     error: error === undefined ? undefined : redactSecrets(error, deps.secrets),
     ...(backfill ? { backfill } : {}),
+    ...(credentialsRefused ? { credentialsRefused: true as const } : {}),
   });
+  const skip = async (message: string, credentialsRefused = false): Promise<SyncResult> => {
+    const runId = await insertSkippedRun(deps.database.db, {
+      accountId,
+      stream: request.stream,
+      command: request.command,
+      pid: process.pid,
+      host: hostname(),
+      reason: message,
+    }).catch(() => undefined);
+    return result('skipped', runId, message, undefined, credentialsRefused);
+  };
+
+  if (request.skipBecause !== undefined) {
+    // The caller prints the skip; the refusal itself was logged by the run that met it.
+    log.debug(request.skipBecause);
+    return skip(request.skipBecause, true);
+  }
 
   try {
     return await withAdvisoryLock(
@@ -166,6 +196,7 @@ export async function runStream(
 
         let backfill: BackfillPlan | undefined;
         let error: string | undefined;
+        let credentialsRefused = false;
         try {
           if (request.backfill !== undefined) {
             if (request.stream !== 'trunk_calls')
@@ -184,6 +215,7 @@ export async function runStream(
         } catch (thrown) {
           // A failure may be the first sign of a lost session (the lock's own is checked each
           // second): when the lock is gone, that is what the run reports, with what failed first.
+          credentialsRefused = isCredentialsRefused(thrown);
           const first = describeError(thrown);
           error =
             lockLost.aborted || !(await verifyLock())
@@ -219,22 +251,14 @@ export async function runStream(
             'could not record the end of the run in sync_runs',
           );
         }
-        return result(status, runId, error, backfill);
+        return result(status, runId, error, backfill, credentialsRefused);
       },
     );
   } catch (thrown) {
     if (thrown instanceof LockBusyError) {
       const message = `skipped: another telesync run of ${request.stream} for account ${accountId} is in progress`;
       log.info(message);
-      const runId = await insertSkippedRun(deps.database.db, {
-        accountId,
-        stream: request.stream,
-        command: request.command,
-        pid: process.pid,
-        host: hostname(),
-        reason: message,
-      }).catch(() => undefined);
-      return result('skipped', runId, message);
+      return skip(message);
     }
     const message = describeError(thrown);
     log.error({ err: coerceError(thrown) }, `run could not start: ${message}`);

@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { STREAM_NAMES } from '../../src/domain/streams.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { startCliFixture, useCliFixture } from '../support/cli-fixture.js';
 import { jsonLines } from '../support/command-output.js';
@@ -75,6 +76,34 @@ describe('sync', () => {
     expect(errors[0]!.err).toMatchObject({ type: 'ApiError', status: 401 });
     expect(errors[0]!.err).not.toHaveProperty('stack');
     expect(errors[0]!.err).not.toHaveProperty('name');
+  });
+
+  it('tries no other stream of an account whose credentials the service refused (exit 1)', async () => {
+    cli.service.resetStats();
+    const result = await runTelesync(['sync', '--json'], {
+      ...cli.env,
+      TELESYNC_AUTH_TOKEN: 'wrong-token-4567',
+    });
+    expect(result.code).toBe(1);
+    const runs = jsonLines(result.stdout);
+    expect(runs.map((run) => [run.stream, run.status])).toEqual([
+      ['trunk_calls', 'failed'],
+      ...STREAM_NAMES.filter((stream) => stream !== 'trunk_calls').map((stream) => [
+        stream,
+        'skipped',
+      ]),
+    ]);
+    for (const run of runs.slice(1)) {
+      expect(run.error).toBe(
+        `skipped: the service refused the credentials of account ${ACCOUNT.authId} (401) in trunk_calls; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN`,
+      );
+    }
+    expect(cli.service.stats().requests.total).toBe(1);
+    // One error on stderr, and no word of a lock another run held.
+    const logged = jsonLines(result.stderr);
+    expect(logged.filter((line) => line.level === 'error')).toHaveLength(1);
+    expect(result.stderr).not.toContain('held the lock');
+    expect(result.stdout + result.stderr).not.toContain('wrong-token-4567');
   });
 
   it('syncs every account of a config file', async () => {

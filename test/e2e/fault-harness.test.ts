@@ -683,7 +683,7 @@ describe('two processes on the same account and stream', () => {
 describe('wrong credentials', () => {
   const cli = useSimulatorFixture({ seed: 'fault-auth', calls: 1_000 });
 
-  it('give one clear failure per stream, no retry storm, and the token appears in no log, error or table', async () => {
+  it('give one clear failure, skip the other streams of the account, no retry storm, and the token appears in no log, error or table', async () => {
     const wrong = 'tok_wrong_but_secret_55aa';
     cli.service.resetStats();
     const result = await runTelesync(
@@ -692,13 +692,16 @@ describe('wrong credentials', () => {
     );
     expect(result.code).toBe(1);
     const lines = jsonLines(result.stdout);
-    // trunk_calls and the snapshots each try once; the lookup queues are empty and send nothing.
-    expect(lines.filter((line) => line.status === 'failed').map((line) => line.stream)).toEqual([
-      'trunk_calls',
-      'endpoints',
-      'caller_ids',
+    // trunk_calls tries once; the account's other streams are not tried after that refusal.
+    expect(lines.map((line) => [line.stream, line.status])).toEqual([
+      ['trunk_calls', 'failed'],
+      ['endpoints', 'skipped'],
+      ['caller_ids', 'skipped'],
+      ['messages', 'skipped'],
+      ['powerpacks', 'skipped'],
+      ['call_streams', 'skipped'],
     ]);
-    expect(cli.service.stats().requests.total).toBe(3);
+    expect(cli.service.stats().requests.total).toBe(1);
     expect(result.stdout + result.stderr).not.toContain(wrong);
     const stored = await cli.database.inspect(async ({ db }) =>
       JSON.stringify(await db.selectFrom('sync_runs').selectAll().execute()),

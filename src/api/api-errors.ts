@@ -4,6 +4,8 @@
  * Authorization header, which no error or log line includes.
  */
 
+import { errorChain } from '../util/coerce-error.js';
+
 /** What went wrong, by where it went wrong. */
 export type ApiFailureKind =
   /** The service answered with an error status. */
@@ -90,12 +92,7 @@ export class ApiError extends Error {
  * no other request of that account can succeed until they are fixed.
  */
 export function isCredentialsRefused(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; current instanceof Error && depth < 5; depth++) {
-    if (current instanceof ApiError && current.status === 401) return true;
-    current = current.cause;
-  }
-  return false;
+  return errorChain(error).some((e) => e instanceof ApiError && e.status === 401);
 }
 
 /** What the status means for the person reading the error, and what to do about it. */

@@ -32,8 +32,9 @@ export interface CommandApp {
   /** Opens the database, runs `use`, and always closes it. */
   withDatabase<T>(use: (database: Database) => Promise<T>): Promise<T>;
   /**
-   * withDatabase for a command that reads or writes telesync's tables: SchemaNotMigratedError,
-   * before `use`, when the schema is behind the code.
+   * withDatabase for a command that reads or writes telesync's tables: before `use`,
+   * DatabaseUnreachableError when it does not answer, SchemaNotMigratedError when the schema is
+   * behind the code.
    */
   withMigratedDatabase<T>(use: (database: Database) => Promise<T>): Promise<T>;
   /** Builds a client per account (in their order), runs `use`, and always closes them. */
@@ -97,9 +98,21 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
     }
   };
 
+  /**
+   * Checks that `database` answers (DatabaseUnreachableError) and that its schema is current
+   * (SchemaNotMigratedError), or with `migrate` brings it up to date: one line for the command,
+   * not one stack trace per stream. Returns the migrations applied.
+   */
+  const prepareTables = async (database: Database, migrate: boolean): Promise<string[]> => {
+    await pingDatabase(database);
+    if (migrate) return migrateToLatest(database);
+    await requireMigrated(database);
+    return [];
+  };
+
   const withMigratedDatabase = <T>(use: (database: Database) => Promise<T>): Promise<T> =>
     withDatabase(async (database) => {
-      await requireMigrated(database);
+      await prepareTables(database, false);
       return use(database);
     });
 
@@ -157,10 +170,7 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
     withClients,
     withSync: (accounts, use, options = {}) =>
       withDatabase(async (database) => {
-        // Down or not migrated: one line for the command, not one stack trace per stream.
-        await pingDatabase(database);
-        const applied = options.migrate === true ? await migrateToLatest(database) : [];
-        await requireMigrated(database);
+        const applied = await prepareTables(database, options.migrate === true);
         return withClients(accounts, (clients) => {
           const deps = createSyncDependencies(
             config,

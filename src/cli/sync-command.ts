@@ -119,13 +119,13 @@ async function runSync(
       await mapConcurrently(clients, app.config.accountConcurrency, async (client) => {
         // Once the service refuses the account's credentials, its other streams are not tried:
         // each would fail the same way, with a request and an error of its own.
-        let refused: string | undefined;
+        let refusedIn: StreamName | undefined;
         for (const stream of streams) {
           if (shutdown.signal.aborted) break;
           const result = await runStream(client, {
             stream,
             command: 'sync',
-            ...(refused === undefined ? {} : { skipBecause: refused }),
+            ...(refusedIn === undefined ? {} : { credentialsRefusedIn: refusedIn }),
             lockWaitMs: options.wait === true ? LOCK_WAIT_MS : 0,
             signal: shutdown.signal,
             onWait: () =>
@@ -135,8 +135,7 @@ async function runSync(
                 `${stream}: another telesync run of this stream is in progress; waiting for it (--wait)`,
               ),
           });
-          if (result.credentialsRefused === true && refused === undefined)
-            refused = `skipped: the service refused the credentials of account ${client.authId} (401) in ${stream}; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN`;
+          if (result.credentialsRefused === true) refusedIn ??= stream;
           results.push(result);
           context.io.out(
             options.json === true ? JSON.stringify(runJson(result)) : formatRunLine(result),

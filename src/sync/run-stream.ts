@@ -58,10 +58,10 @@ export interface RunRequest {
   /** Told every few seconds with the run's progress. */
   readonly onProgress?: (stats: RunStats, meter: RequestMeterSnapshot) => void;
   /**
-   * Read nothing: record the run as skipped for this reason. Only for credentials an earlier run
-   * of the account had refused: the result says credentialsRefused.
+   * The stream in which the service refused the account's credentials earlier in this command:
+   * the run reads nothing and is recorded as skipped, saying so (result.credentialsRefused).
    */
-  readonly skipBecause?: string;
+  readonly credentialsRefusedIn?: StreamName;
 }
 
 export interface SyncResult {
@@ -141,10 +141,13 @@ export async function runStream(
     return result('skipped', runId, message, undefined, credentialsRefused);
   };
 
-  if (request.skipBecause !== undefined) {
+  if (request.credentialsRefusedIn !== undefined) {
+    const message =
+      `skipped: the service refused the credentials of account ${accountId} (401) in ` +
+      `${request.credentialsRefusedIn}; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN`;
     // The caller prints the skip; the refusal itself was logged by the run that met it.
-    log.debug(request.skipBecause);
-    return skip(request.skipBecause, true);
+    log.debug(message);
+    return skip(message, true);
   }
 
   try {

@@ -12,14 +12,21 @@ export function coerceError(thrown: unknown): Error {
   }
 }
 
-/** The message of an error and of its causes, joined: "a: b: c". */
-export function describeError(error: unknown): string {
-  const parts: string[] = [];
+/** An error and its causes, outermost first, at most five deep. */
+export function errorChain(error: unknown): Error[] {
+  const chain: Error[] = [];
   let current: unknown = error;
   for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
     const e = coerceError(current);
-    if (!parts.includes(e.message)) parts.push(e.message);
+    chain.push(e);
     current = e.cause;
   }
+  return chain;
+}
+
+/** The message of an error and of its causes, joined: "a: b: c". */
+export function describeError(error: unknown): string {
+  const parts: string[] = [];
+  for (const e of errorChain(error)) if (!parts.includes(e.message)) parts.push(e.message);
   return parts.join(': ');
 }

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_ACCOUNT_CONCURRENCY } from '../src/config/component-settings.js';
+import { evenWaveWidth } from '../src/util/even-wave-width.js';
 import { measureCopyLimit } from './backfill/measure-copy-limit.js';
 import type { CopyLimitRun } from './backfill/throughput-round.js';
 import type { BenchContext } from './support/bench-context.js';
@@ -50,7 +51,10 @@ const RSS_TARGET_MB = 400;
 export interface MultiAccountRun {
   readonly scenario: string;
   readonly accounts: number;
+  /** TELESYNC_ACCOUNT_CONCURRENCY. */
   readonly accountConcurrency: number;
+  /** Accounts telesync ran at once for that setting: waves of equal width (evenWaveWidth). */
+  readonly accountsAtOnce: number;
   readonly rows: number;
   readonly wallMs: number;
   readonly rowsPerSecond: number;
@@ -119,9 +123,13 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     });
     context.log(`COPY limit over ${formatInteger(settings.calls)} calls`);
     copyBefore = await measureCopyLimit(context, oracle, 0);
-    wideConcurrency = accountsAtOnce(copyBefore.rowsPerSecond, ceilingRowsPerSecond, wideAccounts);
+    wideConcurrency = accountConcurrencyByRule(
+      copyBefore.rowsPerSecond,
+      ceilingRowsPerSecond,
+      wideAccounts,
+    );
     context.log(
-      `${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls, ${wideConcurrency} at once`,
+      `${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls, TELESYNC_ACCOUNT_CONCURRENCY=${wideConcurrency}: ${evenWaveWidth(wideAccounts, wideConcurrency)} at once`,
     );
     runs.push(
       await runBackfill(
@@ -167,7 +175,8 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       ceilingRowsPerSecond,
       wideBoundRowsPerSecond: wideBound,
       wideShare,
-      wideAccountsAtOnce: wideConcurrency,
+      wideAccountConcurrency: wideConcurrency,
+      wideAccountsAtOnce: many.accountsAtOnce,
       wideFullUseRowsPerSecond: fullUse,
       wideFullUseShare: fullUse === null ? null : round(fullUse / wideBound, 4),
       copyLimitRowsPerSecond,
@@ -227,7 +236,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     ],
     tables: [{ title: 'Runs', table: runsTable(runs, ceilingRowsPerSecond) }],
     notes: [
-      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the README's sizing rule, the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)} rounded (${wideConcurrency} here): more at once costs more CPU per row and is slower (docs/scaling.md).`,
+      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the README's sizing rule, one and a half times the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)}, rounded (${wideConcurrency} here), which telesync runs in waves of equal width (${many.accountsAtOnce} at once): fewer leave the writer idle, more cost more CPU per row (docs/scaling.md).`,
       `The COPY limit is measured before the ${wideAccounts}-account run (${formatInteger(copyBefore.rowsPerSecond)} rows/s, best of ${copyBefore.loads.map((load) => `${formatInteger(load.rowsPerSecond)} on ${load.lanes}`).join(', ')} lane(s)) and again after it on ${copyBefore.bestLanes} lane(s) (${formatInteger(copyAfter.rowsPerSecond)}); the bound uses their mean (${formatInteger(copyLimitRowsPerSecond)}), the machine's limit while the run ran.`,
       `CPU is each process's from /proc over the run (PostgreSQL: every process named postgres). "At full use" is the rows/s the ${wideAccounts}-account run would make with every core busy for telesync, PostgreSQL and the simulator at the CPU per row it used${fullUse === null ? '' : `: ${formatInteger(fullUse)} rows/s, ${formatPercent(fullUse / wideBound)} of the bound`}; the share cannot pass that on this machine without less CPU per row.`,
       `Rows/s is rows stored ÷ wall time of the whole command, start-up included. The ceiling is accounts × ${formatInteger(ceilingRowsPerSecond)} rows/s (${limitRequests} requests per ${windowSeconds} s × ${PAGE_ROWS} rows a page). 429s and requests per ${windowSeconds} s are the simulator's counts.`,
@@ -237,15 +246,15 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
 }
 
 /**
- * Accounts at once for a backfill of `accounts` accounts by the README's rule: the write ceiling ÷
- * one account's ceiling, rounded, within 1 and TELESYNC_ACCOUNT_CONCURRENCY's maximum.
+ * TELESYNC_ACCOUNT_CONCURRENCY for a backfill of `accounts` accounts by the README's rule: one and a
+ * half times the write ceiling ÷ one account's ceiling, rounded, within 1 and the setting's maximum.
  */
-export function accountsAtOnce(
+export function accountConcurrencyByRule(
   writeCeilingRowsPerSecond: number,
   accountCeilingRowsPerSecond: number,
   accounts: number,
 ): number {
-  const byRule = Math.round(writeCeilingRowsPerSecond / accountCeilingRowsPerSecond);
+  const byRule = Math.round((1.5 * writeCeilingRowsPerSecond) / accountCeilingRowsPerSecond);
   return Math.max(1, Math.min(byRule, accounts, MAX_ACCOUNT_CONCURRENCY));
 }
 
@@ -363,6 +372,7 @@ async function runBackfill(
       scenario,
       accounts: accounts.length,
       accountConcurrency,
+      accountsAtOnce: evenWaveWidth(accounts.length, accountConcurrency),
       rows,
       wallMs: round(run.wallMs),
       rowsPerSecond: round((rows / run.wallMs) * 1000),
@@ -430,7 +440,9 @@ function runsTable(runs: readonly MultiAccountRun[], ceilingRowsPerSecond: numbe
     rows: runs.map((run) => [
       run.scenario,
       formatInteger(run.accounts),
-      formatInteger(run.accountConcurrency),
+      run.accountsAtOnce === run.accountConcurrency
+        ? formatInteger(run.accountsAtOnce)
+        : `${formatInteger(run.accountsAtOnce)} (setting ${formatInteger(run.accountConcurrency)})`,
       formatInteger(run.rows),
       formatSeconds(run.wallMs),
       formatInteger(run.rowsPerSecond),

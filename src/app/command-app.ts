@@ -7,7 +7,9 @@ import type { JobQueue } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { openPgBossQueue } from '../jobs/pg-boss-queue.js';
 import { runStream, type RunRequest, type SyncResult } from '../sync/run-stream.js';
+import { evenWaveWidth } from '../util/even-wave-width.js';
 import type { Logger } from '../util/logger.js';
+import { mapConcurrently } from '../util/map-concurrently.js';
 import {
   createAccountClients,
   createAppLogger,
@@ -74,6 +76,12 @@ export interface SyncSession {
   readonly clients: readonly TelephonyClient[];
   /** Runs one stream of one account with the services built once for the command. */
   readonly runStream: (client: TelephonyClient, request: RunRequest) => Promise<SyncResult>;
+  /**
+   * Runs `work` for every client, accounts side by side (each has its own budget), at most
+   * TELESYNC_ACCOUNT_CONCURRENCY at once and in waves of equal width (evenWaveWidth); the results
+   * in the order of `clients`.
+   */
+  readonly forEachAccount: <R>(work: (client: TelephonyClient) => Promise<R>) => Promise<R[]>;
 }
 
 export interface CommandAppOptions {
@@ -172,17 +180,14 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
       withDatabase(async (database) => {
         const applied = await prepareTables(database, options.migrate === true);
         return withClients(accounts, (clients) => {
-          const deps = createSyncDependencies(
-            config,
-            database,
-            log,
-            Math.min(accounts.length, config.accountConcurrency),
-          );
+          const atOnce = evenWaveWidth(accounts.length, config.accountConcurrency);
+          const deps = createSyncDependencies(config, database, log, atOnce);
           return use({
             database,
             applied,
             clients,
             runStream: (client, request) => runStream(deps, client, request),
+            forEachAccount: (work) => mapConcurrently(clients, atOnce, work),
           });
         });
       }),

@@ -15,7 +15,6 @@ import {
   type BackfillPlan,
   type TimeWindow,
 } from '../sync/window-planner.js';
-import { mapConcurrently } from '../util/map-concurrently.js';
 import { sleep } from '../util/sleep.js';
 import {
   epochMicrosFromMillis,
@@ -173,7 +172,7 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
       return EXIT.OK;
     });
   }
-  return app.withSync(accounts, async ({ clients, runStream }) => {
+  return app.withSync(accounts, async ({ clients, runStream, forEachAccount }) => {
     const shutdown = onShutdownSignal(() =>
       writeNotice(
         context.io,
@@ -189,8 +188,9 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
     );
     try {
       // Every account at once, up to TELESYNC_ACCOUNT_CONCURRENCY: the service's budget is per
-      // account, so ten accounts take about the time of one.
-      results = await mapConcurrently(clients, app.config.accountConcurrency, (client) =>
+      // account, so ten accounts take about the time of one. More accounts than that go in waves
+      // of equal width, so that no small last wave leaves the writer idle.
+      results = await forEachAccount((client) =>
         runStream(client, {
           stream: 'trunk_calls',
           command: 'backfill',

@@ -11,7 +11,6 @@ import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { previewSync } from '../sync/run-preview.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
 import { formatPreview, formatRunLine, previewJson, runJson } from './run-report.js';
-import { mapConcurrently } from '../util/map-concurrently.js';
 import { onShutdownSignal } from './shutdown.js';
 import { writeNotice } from './notice.js';
 
@@ -104,7 +103,7 @@ async function runSync(
 ): Promise<ExitCode> {
   const app = context.app('sync');
   const accounts = app.selectAccounts(options.account);
-  return app.withSync(accounts, async ({ clients, runStream }) => {
+  return app.withSync(accounts, async ({ runStream, forEachAccount }) => {
     const shutdown = onShutdownSignal(() =>
       writeNotice(
         context.io,
@@ -114,9 +113,10 @@ async function runSync(
     );
     const results: SyncResult[] = [];
     try {
-      // Accounts side by side (each has its own transport and budget); one account's streams in
-      // turn, so its budget is never shared by two runs.
-      await mapConcurrently(clients, app.config.accountConcurrency, async (client) => {
+      // Accounts side by side (each has its own transport and budget; a first sync reads the
+      // whole horizon, as a backfill does); one account's streams in turn, so its budget is never
+      // shared by two runs.
+      await forEachAccount(async (client) => {
         // Once the service refuses the account's credentials, its other streams are not tried:
         // each would fail the same way, with a request and an error of its own.
         let refusedIn: StreamName | undefined;

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { accountsAtOnce } from '../../bench/multi-account.js';
+import { accountConcurrencyByRule } from '../../bench/multi-account.js';
 
-describe("benchmark 7's accounts at once (the README's sizing rule)", () => {
-  it('is the write ceiling ÷ one account’s ceiling, rounded', () => {
-    expect(accountsAtOnce(21_064, 1_200, 50)).toBe(18);
-    expect(accountsAtOnce(30_088, 1_200, 50)).toBe(25);
+describe("benchmark 7's TELESYNC_ACCOUNT_CONCURRENCY (the README's sizing rule)", () => {
+  it('is one and a half times the write ceiling ÷ one account’s ceiling, rounded', () => {
+    expect(accountConcurrencyByRule(21_064, 1_200, 50)).toBe(26);
+    expect(accountConcurrencyByRule(30_088, 1_200, 50)).toBe(38);
   });
 
   it('never more than the accounts or the setting’s maximum, never fewer than one', () => {
-    expect(accountsAtOnce(30_088, 1_200, 10)).toBe(10);
-    expect(accountsAtOnce(1_000_000, 1_200, 500)).toBe(64);
-    expect(accountsAtOnce(100, 1_200, 50)).toBe(1);
+    expect(accountConcurrencyByRule(30_088, 1_200, 10)).toBe(10);
+    expect(accountConcurrencyByRule(1_000_000, 1_200, 500)).toBe(64);
+    expect(accountConcurrencyByRule(100, 1_200, 50)).toBe(1);
   });
 });

@@ -2,6 +2,7 @@ import { createTask, type Logger as CronLogger } from 'node-cron';
 import type { StreamName } from '../domain/streams.js';
 import type { SyncResult } from '../sync/run-stream.js';
 import { coerceError } from '../util/coerce-error.js';
+import { evenWaveWidth } from '../util/even-wave-width.js';
 import { forEachConcurrently } from '../util/for-each-concurrently.js';
 import type { Logger } from '../util/logger.js';
 import type { MissedTickReason, SchedulerMetrics } from './metrics.js';
@@ -81,7 +82,7 @@ export interface SchedulerOptions {
   readonly streams: readonly ScheduledStream[];
   /** Time zone of the crons (IANA name). */
   readonly timezone: string;
-  /** Every tick runs these accounts, in this order, `accountConcurrency` at once. */
+  /** Every tick runs these accounts, in this order, at most `accountConcurrency` at once (even waves). */
   readonly accountIds: readonly string[];
   /** Accounts a tick runs at once (default 1: one after the other). */
   readonly accountConcurrency?: number;
@@ -158,7 +159,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const results: SyncResult[] = [];
     await forEachConcurrently(
       options.accountIds,
-      options.accountConcurrency ?? 1,
+      // Waves of equal width: a first tick reads each account's whole horizon, as a backfill does.
+      evenWaveWidth(options.accountIds.length, options.accountConcurrency ?? 1),
       async (accountId) => {
         if (controller.signal.aborted) return;
         state.accountIds.add(accountId);

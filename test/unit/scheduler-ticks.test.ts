@@ -70,6 +70,7 @@ function setup(
   options: {
     streams?: StreamName[];
     accounts?: string[];
+    accountConcurrency?: number;
     /** Default: every run waits for the test to finish it. */
     runStream?: (accountId: string, stream: StreamName, signal: AbortSignal) => Promise<SyncResult>;
   } = {},
@@ -105,6 +106,9 @@ function setup(
     })),
     timezone: 'UTC',
     accountIds: options.accounts ?? ['MA_ONE'],
+    ...(options.accountConcurrency === undefined
+      ? {}
+      : { accountConcurrency: options.accountConcurrency }),
     runStream,
     metrics,
     log,
@@ -158,6 +162,29 @@ describe('the scheduler', () => {
       'trunk_calls/MA_ONE/succeeded': 1,
       'trunk_calls/MA_TWO/succeeded': 1,
     });
+  });
+
+  it('runs more accounts than accountConcurrency in waves of equal width', async () => {
+    const accounts = ['MA_1', 'MA_2', 'MA_3', 'MA_4', 'MA_5'];
+    const { cron, scheduler, pending, started, finishNext } = setup({
+      accounts,
+      accountConcurrency: 4,
+    });
+    scheduler.start();
+    const ticked = cron.tick('trunk_calls');
+    // Three and two, not four and one.
+    await until(() => started.length === 3);
+    for (let turn = 0; turn < 100; turn++) await Promise.resolve();
+    expect(started).toHaveLength(3);
+    let most = pending.length;
+    for (let finished = 0; finished < accounts.length; finished++) {
+      await finishNext();
+      for (let turn = 0; turn < 20; turn++) await Promise.resolve();
+      most = Math.max(most, pending.length);
+    }
+    await ticked;
+    expect(most).toBe(3);
+    expect(started).toEqual(accounts.map((account) => `trunk_calls/${account}`));
   });
 
   it('logs a failed run and goes on with the next account and the next tick', async () => {

@@ -12,7 +12,7 @@ import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
 import { freePort } from '../support/telesync-process.js';
 import { lastJson } from '../support/command-output.js';
-import { utcDaysTouched } from '../support/utc-days.js';
+import { clearOfUtcMidnight, utcDaysTouched } from '../support/utc-days.js';
 
 /**
  * The status page in a real headless browser (Debian's chromium, driven by playwright-core):
@@ -99,6 +99,8 @@ describe('the status page of telesync schedule, in a headless browser', () => {
       expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(
         true,
       );
+      // The strip is compared before and after a reload, each time with "today" as it is then.
+      await clearOfUtcMidnight(60_000);
       const backfill = await runTelesync(['backfill', '--days', '90', '--json'], cli.env);
       expect(backfill.code, backfill.stderr).toBe(0);
       const outcome = lastJson(backfill.stdout);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { clearOfUtcMidnight } from '../support/utc-days.js';
 
 /**
  * docs/schema.md is the schema guide for BI and finance. This keeps it complete (every table, view
@@ -190,6 +191,8 @@ describe('the example queries of docs/schema.md', () => {
   let days: { yesterday: string; before: string; today: string };
 
   beforeAll(async () => {
+    // The examples ask PostgreSQL for "yesterday" long after these days are taken.
+    await clearOfUtcMidnight(60_000);
     const { db, root } = handle.database;
     const result = await sql<typeof days>`
       SELECT ((now() AT TIME ZONE 'UTC')::date - 1)::text AS yesterday,

@@ -13,3 +13,19 @@ export function utcDaysTouched(from: string, to: string): string[] {
   }
   return days;
 }
+
+/**
+ * Waits past the next UTC midnight when it is less than `marginMs` away, and says how long it
+ * waited. For tests that take "today" once and compare it with what the database or a page works
+ * out later: a midnight between the two would move one and not the other.
+ */
+export async function clearOfUtcMidnight(
+  marginMs: number,
+  now: () => number = Date.now,
+): Promise<number> {
+  const untilMidnight = DAY_MS - (now() % DAY_MS);
+  if (untilMidnight > marginMs) return 0;
+  const waitMs = untilMidnight + 1_000;
+  await new Promise((resolve) => setTimeout(resolve, waitMs));
+  return waitMs;
+}

@@ -82,7 +82,7 @@ export interface SchedulerOptions {
   readonly streams: readonly ScheduledStream[];
   /** Time zone of the crons (IANA name). */
   readonly timezone: string;
-  /** Every tick runs these accounts, in this order, at most `accountConcurrency` at once (even waves). */
+  /** Every tick runs these accounts, in this order, `accountConcurrency` at once at most. */
   readonly accountIds: readonly string[];
   /** Accounts a tick runs at once (default 1: one after the other). */
   readonly accountConcurrency?: number;

@@ -3,10 +3,11 @@
  * width rather than full waves and a small last one.
  *
  * Runs of similar size started together finish together, so `limit` at once works through `count`
- * in ⌈count ÷ limit⌉ waves either way; what changes is the last. Fifty accounts twenty at once end
- * with ten alone, each held to its own request budget, the writer half idle for as long as a whole
- * wave takes; seventeen at once (17, 17, 16) is never slower and twenty-five (two waves) is faster
- * still (docs/scaling.md). Runs of unequal size lose nothing by it: the number of waves is the same.
+ * in ⌈count ÷ limit⌉ waves, and this width takes as many. What changes is the last: fifty accounts
+ * twenty at once end with ten alone, each held to its own request budget, the writer half idle for
+ * as long as a whole wave takes; seventeen at once (17, 17, 16) spread the same work evenly
+ * (docs/scaling.md, "Even waves"). Runs of unequal size blur the waves; a width a little under the
+ * limit then costs little, as the large runs decide the wall time.
  */
 export function evenWaveWidth(count: number, limit: number): number {
   const atMost = Math.max(1, Math.floor(limit));

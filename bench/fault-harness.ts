@@ -112,11 +112,17 @@ export async function runFaultHarness(context: BenchContext): Promise<BenchmarkR
     tables: [],
     notes: [
       `Ran ${files.join(', ')} (${formatSeconds(run.wallMs)}, exit code ${run.code}); the figures they recorded are in the "Fault harness figures" section below.`,
-      ...(run.code === 0
-        ? []
-        : [
-            `The tests failed; their output ends: ${stripVTControlCharacters(run.stdout).slice(-1500)}`,
-          ]),
+      ...(run.code === 0 ? [] : [`The tests failed: ${failureReport(run.stdout + run.stderr)}`]),
     ],
   };
+}
+
+/**
+ * What a failed run of the tests said about its failures: vitest's "Failed Tests" section (each
+ * failure's test, assertion and place), cut to a few thousand characters, or the output's end.
+ */
+export function failureReport(output: string): string {
+  const text = stripVTControlCharacters(output);
+  const start = text.search(/⎯+ Failed Tests \d+ ⎯+/);
+  return start < 0 ? `their output ends: ${text.slice(-1500)}` : text.slice(start, start + 4000);
 }

@@ -112,7 +112,9 @@ export async function runFaultHarness(context: BenchContext): Promise<BenchmarkR
     tables: [],
     notes: [
       `Ran ${files.join(', ')} (${formatSeconds(run.wallMs)}, exit code ${run.code}); the figures they recorded are in the "Fault harness figures" section below.`,
-      ...(run.code === 0 ? [] : [`The tests failed: ${failureReport(run.stdout + run.stderr)}`]),
+      ...(run.code === 0
+        ? []
+        : [`The tests failed: ${failureReport(run.stdout + run.stderrTail)}`]),
     ],
   };
 }

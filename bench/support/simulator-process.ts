@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { getPriority, setPriority } from 'node:os';
 import { HarnessError } from './bench-errors.js';
 import { baseChildEnv, createScratchDir, TELESYNC_BIN } from './paths.js';
 import { readProcessCpuTicks } from './proc-stats.js';
@@ -153,6 +154,20 @@ export class SimulatorProcess {
       throw error;
     });
     return new SimulatorProcess(url, options, child, scratch, untrack, output);
+  }
+
+  /**
+   * Gives the simulator the scheduling priority `niceness` (0 is the normal priority, 19 the
+   * lowest) and returns the niceness it then has. Lowering a priority needs no privileges.
+   */
+  setNiceness(niceness: number): number {
+    setPriority(this.pid, niceness);
+    return this.niceness();
+  }
+
+  /** The simulator's scheduling niceness now. */
+  niceness(): number {
+    return getPriority(this.pid);
   }
 
   /** CPU time the simulator has used so far, clock ticks. */

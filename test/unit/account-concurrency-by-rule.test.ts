@@ -2,9 +2,19 @@ import { describe, expect, it } from 'vitest';
 import { accountConcurrencyByRule } from '../../bench/multi-account.js';
 
 describe("benchmark 7's TELESYNC_ACCOUNT_CONCURRENCY (the README's sizing rule)", () => {
-  it('is one and a half times the write ceiling ÷ one account’s ceiling, rounded', () => {
-    expect(accountConcurrencyByRule(21_064, 1_200, 50)).toBe(26);
-    expect(accountConcurrencyByRule(30_088, 1_200, 50)).toBe(38);
+  it('is twice the write ceiling ÷ one account’s ceiling, rounded', () => {
+    expect(accountConcurrencyByRule(19_486, 1_200, 50)).toBe(32);
+    expect(accountConcurrencyByRule(21_064, 1_200, 50)).toBe(35);
+    expect(accountConcurrencyByRule(30_088, 1_200, 100)).toBe(50);
+  });
+
+  it('gives every even wave of fifty accounts at least the accounts the writer needs', () => {
+    for (let ceiling = 12_000; ceiling <= 40_000; ceiling += 500) {
+      const setting = accountConcurrencyByRule(ceiling, 1_200, 50);
+      const waves = Math.ceil(50 / setting);
+      const narrowest = Math.floor(50 / waves);
+      expect(narrowest).toBeGreaterThanOrEqual(Math.min(50, Math.floor(ceiling / 1_200)));
+    }
   });
 
   it('never more than the accounts or the setting’s maximum, never fewer than one', () => {

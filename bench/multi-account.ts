@@ -292,8 +292,8 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
  * TELESYNC_ACCOUNT_CONCURRENCY for a backfill of `accounts` accounts by the README's rule: twice
  * the write ceiling ÷ one account's ceiling, rounded, within 1 and the setting's maximum. Twice,
  * because telesync runs the accounts in even waves, and a wave can be as narrow as half the
- * setting (fifty at 26 go as 25 and 25): each wave then still has enough accounts at their ceiling
- * to keep the writer busy.
+ * setting (fifty at 49 go as two waves of 25): each wave then still has enough accounts at their
+ * ceiling to keep the writer busy.
  */
 export function accountConcurrencyByRule(
   writeCeilingRowsPerSecond: number,

@@ -57,6 +57,31 @@ export class CopyText {
   }
 
   /**
+   * Adds one row from its fields, each in COPY text format already. The last field (in every table
+   * the record's raw JSON, most of the row's bytes) is written on its own after the others joined:
+   * the row's whole line is never built as one string, which was a sixth of everything a backfill
+   * allocated, and so a sixth of the young-generation collections. Leaves `fields` as it was.
+   */
+  appendFields(fields: string[]): void {
+    const lastIndex = fields.length - 1;
+    const last = fields[lastIndex];
+    if (last === undefined) {
+      this.append('');
+      return;
+    }
+    fields[lastIndex] = '';
+    // Ends with the tab before the last field.
+    const head = fields.join('\t');
+    fields[lastIndex] = last;
+    const current = this.#roomFor((head.length + last.length) * 3 + 1);
+    let used = this.#used;
+    used += current.write(head, used, 'utf8');
+    used += current.write(last, used, 'utf8');
+    current[used] = NEWLINE;
+    this.#used = used + 1;
+  }
+
+  /**
    * The rows at `indexes`, in that order, as a CopyText of their own (only a batch that holds a
    * key twice needs it). Rows are found by their newlines: COPY text escapes every newline inside
    * a value, and a row never spans two chunks.

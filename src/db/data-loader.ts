@@ -51,11 +51,15 @@ export class PreparedRows {
   readonly copyText = new CopyText();
   /** 'insert': the rows themselves. */
   readonly rows: LoadRow[] = [];
+  /** One row's encoded fields, reused row after row. */
+  readonly #fields: string[];
 
   constructor(
     readonly spec: DataTableSpec,
     readonly strategy: LoadStrategy,
-  ) {}
+  ) {
+    this.#fields = new Array<string>(strategy === 'copy' ? spec.columns.length : 0).fill('');
+  }
 
   get length(): number {
     return this.keys.length;
@@ -64,8 +68,14 @@ export class PreparedRows {
   /** Adds `row`, whose key (`rowKey`) the caller may have computed already. */
   add(row: LoadRow, key: string = rowKey(row, this.spec.key)): void {
     this.keys.push(key);
-    if (this.strategy === 'copy') this.copyText.append(encodeCopyLine(row, this.spec.columns));
-    else this.rows.push(row);
+    if (this.strategy === 'copy') {
+      const fields = this.#fields;
+      const columns = this.spec.columns;
+      for (let c = 0; c < columns.length; c++) fields[c] = encodeCopyValue(row[columns[c]!]);
+      this.copyText.appendFields(fields);
+    } else {
+      this.rows.push(row);
+    }
   }
 }
 
@@ -229,13 +239,6 @@ function lastIndexPerKey(keys: readonly string[]): number[] {
   for (let index = 0; index < keys.length; index++) lastOf.set(keys[index]!, index);
   if (lastOf.size === keys.length) return keys.map((_, index) => index);
   return [...lastOf.values()].sort((x, y) => x - y);
-}
-
-/** One row in COPY text format, as one flat string (a join, not a chain of concatenations). */
-function encodeCopyLine(row: LoadRow, columns: readonly string[]): string {
-  const values = new Array<string>(columns.length);
-  for (let c = 0; c < columns.length; c++) values[c] = encodeCopyValue(row[columns[c]!]);
-  return values.join('\t');
 }
 
 /** jsonb values go as JSON text (a string is taken to be JSON text already: the record as received). */

@@ -70,6 +70,28 @@ describe('CopyText', () => {
     expect(() => text.pick([400])).toThrow(RangeError);
   });
 
+  it('writes a row from its fields exactly as the joined line, the long last field included', () => {
+    const rows = sampleLines(500).map((line, index) => [
+      ...line.split('\t'),
+      index % 5 === 0 ? '' : `{"raw":"${'ü'.repeat(index * 13)}"}`,
+    ]);
+    const fromFields = new CopyText();
+    const fromLines = new CopyText();
+    for (const fields of rows) {
+      const before = [...fields];
+      fromFields.appendFields(fields);
+      // The caller's array is its own again afterwards: it is reused for the next row.
+      expect(fields).toEqual(before);
+      fromLines.append(fields.join('\t'));
+    }
+    expect(fromFields.chunks().length).toBeGreaterThan(2);
+    expect(Buffer.concat(fromFields.chunks()).equals(Buffer.concat(fromLines.chunks()))).toBe(true);
+    const single = new CopyText();
+    single.appendFields(['only']);
+    single.appendFields([]);
+    expect(single.toString()).toBe('only\n\n');
+  });
+
   it('is empty until a row is added', () => {
     const text = new CopyText();
     expect(text.chunks()).toEqual([]);

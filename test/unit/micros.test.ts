@@ -54,6 +54,15 @@ describe('formatting', () => {
     expect(formatIsoMicros(t)).toBe('2022-03-29T05:40:29.000027Z');
     expect(formatIsoMicros(t - 27)).toBe('2022-03-29T05:40:29Z');
     expect(formatIsoMicros(-1)).toBe('1969-12-31T23:59:59.999999Z');
+    // The date text of the last day is kept: instants of other days in between must not see it.
+    const day = 86_400_000_000;
+    for (const instant of [t, t + day, t, t - day, t + 1, t + 2 * day + 123_456]) {
+      expect(formatIsoMicros(instant)).toBe(
+        new Date(Math.floor(instant / 1000)).toISOString().slice(0, 19) +
+          (instant % 1_000_000 === 0 ? '' : `.${String(instant % 1_000_000).padStart(6, '0')}`) +
+          'Z',
+      );
+    }
   });
   it('writes the trunk list filter form in UTC', () => {
     expect(formatFilterMicros(t)).toBe('2022-03-29 05:40:29.000027');

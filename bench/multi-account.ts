@@ -38,9 +38,10 @@ import { verifyAccountRows, type AccountCoverage } from './support/verify-rows.j
  * requests per 5 s, and one `telesync backfill --days 90` works on all configured accounts at once.
  * Targets, each a ratio within this run: (a) ten accounts finish within 1.25× the wall time of one
  * account alone, with no 429 and no account above 300 requests in any 5 s (the simulator's own
- * count); (b) the wide scenario, with the simulator at a lower scheduling priority, reaches 85% of
- * min(accounts × the per-account ceiling, the COPY limit measured here) (the same scenario at equal
- * priority is run and reported beside it); (c) the telesync process stays under 400 MB resident.
+ * count); (b) the wide scenario, run three times with the simulator at a lower scheduling priority,
+ * reaches 85% of min(accounts × the per-account ceiling, the COPY limit measured here) in its median
+ * run (the same scenario at equal priority is run once and reported beside it); (c) the telesync
+ * process stays under 400 MB resident.
  */
 
 const PAGE_ROWS = 20;
@@ -57,6 +58,8 @@ const RSS_TARGET_MB = 400;
  * it, as a figure.
  */
 const WIDE_SIMULATOR_NICENESS = 10;
+/** Runs of the wide scenario at that priority; the target takes their median. */
+const WIDE_NICE_RUNS = 3;
 
 export interface MultiAccountRun {
   readonly scenario: string;
@@ -126,6 +129,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   let copyAfter: CopyLimitRun;
   let wideConcurrency: number;
   let equalPriority: MultiAccountRun;
+  const niceRuns: MultiAccountRun[] = [];
   try {
     const dataset = await verifiedDataset(wideSimulator, wide[0]!);
     // The oracle is a pure function of the dataset, so the COPY limit can load as many rows as
@@ -161,16 +165,19 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
         `the simulator's niceness is ${niceness} after asking for ${WIDE_SIMULATOR_NICENESS}`,
       );
     }
-    runs.push(
-      await runBackfill(
-        context,
-        wideSimulator,
-        dataset,
-        wide,
-        `${wideAccounts} accounts, simulator at nice ${WIDE_SIMULATOR_NICENESS}`,
-        wideConcurrency,
-      ),
-    );
+    for (let round = 1; round <= WIDE_NICE_RUNS; round++) {
+      niceRuns.push(
+        await runBackfill(
+          context,
+          wideSimulator,
+          dataset,
+          wide,
+          `${wideAccounts} accounts, simulator at nice ${WIDE_SIMULATOR_NICENESS}, run ${round}/${WIDE_NICE_RUNS}`,
+          wideConcurrency,
+        ),
+      );
+    }
+    runs.push(...niceRuns);
     // Again after the wide run, on the lanes that did best: a machine's speed can drift over
     // minutes (by a quarter within twenty minutes at stop 21), and the mean of the two is the
     // limit while the wide run ran.
@@ -180,12 +187,12 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     await wideSimulator.stop();
   }
 
-  const [alone, ten, , many] = runs as [
-    MultiAccountRun,
-    MultiAccountRun,
-    MultiAccountRun,
-    MultiAccountRun,
-  ];
+  const [alone, ten] = runs as [MultiAccountRun, MultiAccountRun];
+  // The target's run is the median of the runs at nice 10: identical runs of this scenario moved
+  // by 10–15% within minutes on this kind of machine, so one run decided too much.
+  const many = [...niceRuns].sort((a, b) => a.rowsPerSecond - b.rowsPerSecond)[
+    Math.floor(niceRuns.length / 2)
+  ]!;
   const wallRatio = round(ten.wallMs / alone.wallMs, 3);
   const copyLimitRowsPerSecond = round((copyBefore.rowsPerSecond + copyAfter.rowsPerSecond) / 2);
   const wideBound = Math.min(wideAccounts * ceilingRowsPerSecond, copyLimitRowsPerSecond);
@@ -212,6 +219,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       ceilingRowsPerSecond,
       wideBoundRowsPerSecond: wideBound,
       wideShare,
+      wideNiceSharesByRun: niceRuns.map((run) => round(run.rowsPerSecond / wideBound, 4)),
       wideAccountConcurrency: wideConcurrency,
       wideAccountsAtOnce: many.accountsAtOnce,
       wideFullUseRowsPerSecond: fullUse,
@@ -264,7 +272,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
         unit: 'ratio',
         comparator: '>=',
         threshold: WIDE_SHARE_TARGET,
-        basis,
+        basis: `median of ${WIDE_NICE_RUNS} runs`,
       }),
       checkTarget({
         id: 'multi-account-peak-rss',
@@ -279,7 +287,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     tables: [{ title: 'Runs', table: runsTable(runs, ceilingRowsPerSecond) }],
     notes: [
       `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the README's sizing rule, twice the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)}, rounded (${wideConcurrency} here), which telesync runs in waves of equal width (${many.accountsAtOnce} at once): fewer leave the writer idle, more cost more CPU per row (docs/scaling.md).`,
-      `The ${wideAccounts} accounts run twice against the same simulator: first with it at the same priority as telesync and PostgreSQL (${formatInteger(equalPriority.rowsPerSecond)} rows/s, ${formatPercent(equalPriorityShare)} of the bound${equalPriorityFullUse === null ? '' : `, ${formatPercent(equalPriorityFullUse / wideBound)} at full use`}), then with it at nice ${WIDE_SIMULATOR_NICENESS} (the target's run). The simulator stands in for a service whose CPU is on other machines; at equal priority on this machine's cores it delays telesync's event loop, and with it the answers the loading sessions wait for (docs/scaling.md). It serves every request either way, and the 429s and requests per 5 s are still its counts.`,
+      `The ${wideAccounts} accounts run twice against the same simulator: first with it at the same priority as telesync and PostgreSQL (${formatInteger(equalPriority.rowsPerSecond)} rows/s, ${formatPercent(equalPriorityShare)} of the bound${equalPriorityFullUse === null ? '' : `, ${formatPercent(equalPriorityFullUse / wideBound)} at full use`}), then with it at nice ${WIDE_SIMULATOR_NICENESS}, ${WIDE_NICE_RUNS} times (the target takes the median run: ${niceRuns.map((run) => formatPercent(run.rowsPerSecond / wideBound)).join(', ')}). The simulator stands in for a service whose CPU is on other machines; at equal priority on this machine's cores it delays telesync's event loop, and with it the answers the loading sessions wait for (docs/scaling.md). It serves every request either way, and the 429s and requests per 5 s are still its counts.`,
       `The COPY limit is measured before the ${wideAccounts}-account runs (${formatInteger(copyBefore.rowsPerSecond)} rows/s, best of ${copyBefore.loads.map((load) => `${formatInteger(load.rowsPerSecond)} on ${load.lanes}`).join(', ')} lane(s)) and again after them on ${copyBefore.bestLanes} lane(s) (${formatInteger(copyAfter.rowsPerSecond)}); the bound uses their mean (${formatInteger(copyLimitRowsPerSecond)}), the machine's limit while the runs ran.`,
       `CPU is each process's from /proc over the run (PostgreSQL: every process named postgres). "At full use" is the rows/s the ${wideAccounts}-account run would make with every core busy for telesync, PostgreSQL and the simulator at the CPU per row it used${fullUse === null ? '' : `: ${formatInteger(fullUse)} rows/s, ${formatPercent(fullUse / wideBound)} of the bound`}; the share cannot pass that on this machine without less CPU per row.`,
       `Rows/s is rows stored ÷ wall time of the whole command, start-up included. The ceiling is accounts × ${formatInteger(ceilingRowsPerSecond)} rows/s (${limitRequests} requests per ${windowSeconds} s × ${PAGE_ROWS} rows a page). 429s and requests per ${windowSeconds} s are the simulator's counts.`,

@@ -73,6 +73,8 @@ export class PreparedRows {
       const columns = this.spec.columns;
       for (let c = 0; c < columns.length; c++) fields[c] = encodeCopyValue(row[columns[c]!]);
       this.copyText.appendFields(fields);
+      // The last field is often a slice of its page's whole text: not kept alive until the next row.
+      fields[fields.length - 1] = '';
     } else {
       this.rows.push(row);
     }

@@ -12,6 +12,10 @@ RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
+# A young generation of 2 × 32 MB instead of 2 × 16: with many accounts at once, fewer of a page's
+# short-lived objects outlive a collection (about a tenth less CPU in telesync for fifty accounts,
+# docs/scaling.md "A larger young generation"). Node reads it only at start, hence here.
+ENV NODE_OPTIONS=--max-semi-space-size=32
 WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -63,6 +64,19 @@ describe('docker-compose.yml, the telesync service', () => {
     expect(writer, 'the Dockerfile writes /usr/local/bin/telesync').toBeDefined();
     expect(writer).toContain('chmod 755 /usr/local/bin/telesync');
     expect(finalDockerStage()).toMatch(/^ENTRYPOINT \["telesync"\]$/m);
+  });
+
+  it('gives node options that node accepts, and a young generation larger than the default', () => {
+    const options = /^ENV NODE_OPTIONS=(.+)$/m.exec(finalDockerStage())?.[1];
+    expect(options, 'the image sets NODE_OPTIONS').toBeDefined();
+    // A flag NODE_OPTIONS does not allow stops every node of the image before it starts.
+    const started = spawnSync(process.execPath, ['-e', 'process.exit(0)'], {
+      env: { ...process.env, NODE_OPTIONS: options },
+      encoding: 'utf8',
+    });
+    expect(started.stderr).toBe('');
+    expect(started.status).toBe(0);
+    expect(Number(/--max-semi-space-size=(\d+)/.exec(options!)?.[1])).toBeGreaterThan(16);
   });
 
   it('points the wrapper at the compiled entry of the command', () => {

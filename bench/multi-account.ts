@@ -29,7 +29,7 @@ import {
   type BenchAccount,
   type SimulatorDataset,
 } from './support/simulator-process.js';
-import { round } from './support/stats.js';
+import { medianBy, round } from './support/stats.js';
 import { jsonLines, telesyncEnv } from './support/telesync-command.js';
 import { verifyAccountRows, type AccountCoverage } from './support/verify-rows.js';
 
@@ -190,9 +190,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   const [alone, ten] = runs as [MultiAccountRun, MultiAccountRun];
   // The target's run is the median of the runs at nice 10: identical runs of this scenario moved
   // by 10–15% within minutes on this kind of machine, so one run decided too much.
-  const many = [...niceRuns].sort((a, b) => a.rowsPerSecond - b.rowsPerSecond)[
-    Math.floor(niceRuns.length / 2)
-  ]!;
+  const many = medianBy(niceRuns, (run) => run.rowsPerSecond)!;
   const wallRatio = round(ten.wallMs / alone.wallMs, 3);
   const copyLimitRowsPerSecond = round((copyBefore.rowsPerSecond + copyAfter.rowsPerSecond) / 2);
   const wideBound = Math.min(wideAccounts * ceilingRowsPerSecond, copyLimitRowsPerSecond);

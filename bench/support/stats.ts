@@ -8,6 +8,15 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
+/**
+ * The item of `items` whose `key` is the median (for an even count, the lower of the middle two),
+ * so that every figure reported for it comes from one run; undefined when empty.
+ */
+export function medianBy<T>(items: readonly T[], key: (item: T) => number): T | undefined {
+  const sorted = [...items].sort((a, b) => key(a) - key(b));
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
 export function maxOf(values: readonly number[]): number {
   return values.length === 0 ? Number.NaN : Math.max(...values);
 }

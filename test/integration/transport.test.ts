@@ -439,6 +439,90 @@ describe('a stop request', () => {
   });
 });
 
+describe('the exchange itself', () => {
+  it("ends an exchange in flight when the caller's signal aborts: aborted, not retried", async () => {
+    const { url, arrivals } = await scriptedServer([stall]);
+    const controller = new AbortController();
+    const meter = new RequestMeter();
+    const request = transportFor(url, { timeoutMs: 5_000 }).request(
+      { method: 'GET', path: listPath },
+      parseListBody,
+      { signal: controller.signal, meter },
+    );
+    setTimeout(() => controller.abort(), 100);
+    const startedMs = performance.now();
+    const error = (await request.catch((caught: unknown) => caught)) as ApiError;
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error.kind).toBe('aborted');
+    expect(error.retryable).toBe(false);
+    expect(performance.now() - startedMs).toBeLessThan(2_000);
+    expect(arrivals).toHaveLength(1);
+    expect(meter.requests).toBe(1);
+  });
+
+  it('fails at once, sending nothing, when the signal has already aborted', async () => {
+    const { url, arrivals } = await scriptedServer([ok]);
+    const error = (await transportFor(url)
+      .request({ method: 'GET', path: listPath }, parseListBody, {
+        signal: AbortSignal.abort(),
+      })
+      .catch((caught: unknown) => caught)) as ApiError;
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error.kind).toBe('aborted');
+    expect(arrivals).toHaveLength(0);
+  });
+
+  it('sends every path below the path of a base address that has one', async () => {
+    const { url, arrivals } = await scriptedServer([ok]);
+    const transport = transportFor(`${url}/gateway/telephony`);
+    await transport.request(
+      { method: 'GET', path: listPath, query: new URLSearchParams({ limit: '20', offset: '40' }) },
+      parseListBody,
+    );
+    expect(arrivals.map((arrival) => arrival.url)).toEqual([
+      `/gateway/telephony${listPath}?limit=20&offset=40`,
+    ]);
+  });
+
+  it('reads a body sent in many chunks whole, byte for byte, and counts its bytes', async () => {
+    const objects = Array.from({ length: 200 }, (_, index) => ({
+      i: index,
+      text: `é${'x'.repeat(900)}✓`,
+    }));
+    const text = JSON.stringify({
+      api_id: 'chunks',
+      meta: { limit: 20, offset: 0, next: null, previous: null, total_count: 200 },
+      objects,
+    });
+    const { url } = await scriptedServer([
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const bytes = Buffer.from(text, 'utf8');
+        // Splits inside multi-byte characters too.
+        let at = 0;
+        const next = (): void => {
+          if (at >= bytes.length) {
+            res.end();
+            return;
+          }
+          res.write(bytes.subarray(at, at + 4_097));
+          at += 4_097;
+          setImmediate(next);
+        };
+        next();
+      },
+    ]);
+    const meter = new RequestMeter();
+    const body = await transportFor(url).request(
+      { method: 'GET', path: listPath },
+      (bytes) => bytes,
+      { meter },
+    );
+    expect(Buffer.from(body).toString('utf8')).toBe(text);
+    expect(meter.bytesReceived).toBe(Buffer.byteLength(text));
+  });
+});
+
 describe('the client against hostile answers', () => {
   const page = (next: string | null, id: string) =>
     status(200, {

@@ -3,7 +3,6 @@ import type {
   ListEnvelopeWire,
   StartStreamResponseWire,
   StreamRecordWire,
-  TrunkCallRecordWire,
 } from '../../api/wire-types.js';
 import { MICROS_PER_SECOND, type EpochMicros } from '../../util/micros.js';
 import { addCall, type AccountState } from '../state/account-state.js';
@@ -13,10 +12,16 @@ import { writeMessageJson } from '../data/message-data.js';
 import type { Rng } from '../data/prng.js';
 import { buildPageMeta, parseListQuery, planTrunkCallQuery } from '../rules.js';
 import { RequestRouter, type Route } from './request-router.js';
-import { errorAnswer, jsonAnswer, jsonTextAnswer, type SimAnswer } from './sim-answer.js';
+import {
+  errorAnswer,
+  jsonAnswer,
+  jsonTextAnswer,
+  listEnvelopeJson,
+  type SimAnswer,
+} from './sim-answer.js';
 import type { SimulatorStats } from '../state/simulator-stats.js';
 import type { StreamDriver } from '../state/stream-driver.js';
-import { malformTrunkCallRecord } from '../data/trunk-call-data.js';
+import { malformTrunkCallRecord, trunkCallRecordJson } from '../data/trunk-call-data.js';
 import {
   realCallerId,
   realMessageJson,
@@ -278,29 +283,39 @@ function listTrunkCalls(context: ApiContext, request: ApiRequest): SimAnswer {
     lateArrivals(faults),
     account.scanCache,
   );
-  const real = context.realShapes
-    ? realTrunkCallRecord
-    : (call: Readonly<Record<string, unknown>> | TrunkCallRecordWire) => call;
-  const objects = selection.page.map((selected) => {
-    if (selected.kind === 'added') return real(selected.call.record);
+  // Generated records are written as JSON text directly (trunkCallRecordJson); any other kind
+  // through JSON.stringify. The page is the same bytes either way.
+  const objectTexts = selection.page.map((selected) => {
+    if (selected.kind === 'added') {
+      const record = selected.call.record;
+      return JSON.stringify(context.realShapes ? realTrunkCallRecord(record) : record);
+    }
     const record = account.dataset.callRecordAt(selected.index);
     const malformation = account.dataset.malformationAt(selected.index, faults.malformed);
-    if (malformation === undefined) return real(record);
+    if (malformation === undefined) {
+      return context.realShapes
+        ? JSON.stringify(realTrunkCallRecord(record))
+        : trunkCallRecordJson(record);
+    }
     stats.countFault('malformed');
-    return malformTrunkCallRecord(
-      record,
-      malformation,
-      account.dataset.malformationVariant(selected.index),
+    return JSON.stringify(
+      malformTrunkCallRecord(
+        record,
+        malformation,
+        account.dataset.malformationVariant(selected.index),
+      ),
     );
   });
   if (selection.lateWithheld > 0) stats.countFault('lateWithheld', selection.lateWithheld);
 
-  const body: ListEnvelopeWire<unknown> = {
-    api_id: context.apiId,
-    meta: buildPageMeta(request.path, request.query, plan.limit, plan.offset, selection.totalCount),
-    objects,
-  };
-  const answer = jsonAnswer(200, body);
+  const answer = jsonTextAnswer(
+    200,
+    listEnvelopeJson(
+      context.apiId,
+      buildPageMeta(request.path, request.query, plan.limit, plan.offset, selection.totalCount),
+      objectTexts,
+    ),
+  );
 
   // A call lands inside the range while the client is paging: later offsets shift.
   if (plan.offset > 0 && faults.insertDuringPaging > 0 && plan.lowerMicros <= plan.upperMicros) {

@@ -1,4 +1,4 @@
-import type { ApiErrorBodyWire } from '../../api/wire-types.js';
+import type { ApiErrorBodyWire, ListMetaWire } from '../../api/wire-types.js';
 
 /** An HTTP answer before it is sent: status, JSON text and extra headers. */
 export interface SimAnswer {
@@ -20,6 +20,18 @@ export function jsonAnswer(
 /** An answer whose body is already JSON text. */
 export function jsonTextAnswer(status: number, body: string): SimAnswer {
   return { status, body, headers: {} };
+}
+
+/**
+ * The JSON text of a list envelope whose objects are already JSON texts: the bytes
+ * JSON.stringify({ api_id, meta, objects }) writes for the same values.
+ */
+export function listEnvelopeJson(
+  apiId: string,
+  meta: ListMetaWire,
+  objectTexts: readonly string[],
+): string {
+  return `{"api_id":${JSON.stringify(apiId)},"meta":${JSON.stringify(meta)},"objects":[${objectTexts.join(',')}]}`;
 }
 
 /** An error answer with the body of assumption A2: `{"api_id": "…", "error": "…"}`. */

@@ -113,8 +113,9 @@ const PAUSED = Symbol('paused');
  * `concurrency` in flight), retries (p-retry as the loop; the delay is telesync's own backoff with
  * jitter and the Retry-After floor), a timeout per exchange, keep-alive connections (undici's
  * dispatcher, with a handler that gathers the body: a response stream and two abort signals per
- * request cost about a third of telesync's time per page), and typed errors. A 429 pauses every request of this transport until its Retry-After has passed, not
- * just the one that got it: the service is telling the whole account to slow down.
+ * request cost half again as much CPU, docs/scaling.md), and typed errors. A 429 pauses every
+ * request of this transport until its Retry-After has passed, not just the one that got it: the
+ * service is telling the whole account to slow down.
  */
 export class HttpTransport {
   /** Lifetime totals of this transport. */
@@ -398,6 +399,8 @@ export class HttpTransport {
       let location: string | undefined;
       let chunks: Buffer[] = [];
       let total = 0;
+      // Armed first, so everything that settles the exchange can clear it.
+      const timer = setTimeout(() => end(new ExchangeEnded('timeout')), this.#timeoutMs);
       const settle = (): void => {
         settled = true;
         clearTimeout(timer);
@@ -416,7 +419,6 @@ export class HttpTransport {
         resolve({ status, retryAfterHeader, location, body });
       };
       const onAbort = (): void => end(new ExchangeEnded('aborted', callerSignal?.reason));
-      const timer = setTimeout(() => end(new ExchangeEnded('timeout')), this.#timeoutMs);
       if (callerSignal !== undefined) {
         if (callerSignal.aborted) {
           onAbort();
@@ -430,7 +432,7 @@ export class HttpTransport {
           // Ended while it waited for a connection: it goes no further.
           if (ended !== undefined) started.abort(ended);
         },
-        onResponseStart: (_controller, statusCode, headers) => {
+        onResponseStart: (started, statusCode, headers) => {
           if (statusCode < 200) return;
           status = statusCode;
           retryAfterHeader = firstHeader(headers['retry-after']);
@@ -440,15 +442,15 @@ export class HttpTransport {
           const declared = Number(firstHeader(headers['content-length']));
           if (Number.isFinite(declared) && declared > maxBytes) {
             finish(undefined);
-            controller?.abort(BODY_TOO_LARGE);
+            started.abort(BODY_TOO_LARGE);
           }
         },
-        onResponseData: (_controller, chunk) => {
+        onResponseData: (started, chunk) => {
           if (settled) return;
           total += chunk.byteLength;
           if (total > maxBytes) {
             finish(undefined);
-            controller?.abort(BODY_TOO_LARGE);
+            started.abort(BODY_TOO_LARGE);
             return;
           }
           chunks.push(chunk);

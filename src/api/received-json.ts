@@ -210,11 +210,27 @@ function readRecord(
       problem: `the record is not valid JSON: ${(error as Error).message}`,
     };
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value))
+  return parsedRecord(bytes, text, value, topLevelKeys);
+}
+
+/**
+ * A record whose text parsed to `value`, with its repeated top-level keys when it has some: fewer
+ * distinct keys than the `keysWritten` the walk counted means a key was given twice, and only then
+ * is it worth walking the record again to collect every value of the repeated keys.
+ */
+function parsedRecord(
+  bytes: Uint8Array,
+  text: string,
+  value: unknown,
+  keysWritten: number,
+): ReceivedRecord {
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    Array.isArray(value) ||
+    ownKeyCount(value) >= keysWritten
+  )
     return { bytes, text, value };
-  // Fewer distinct keys than keys written means a key was given twice; only then is it worth
-  // walking the record again to collect every value of the repeated keys.
-  if (ownKeyCount(value) >= topLevelKeys) return { bytes, text, value };
   return { bytes, text, value, duplicateKeys: collectDuplicates(new ByteWalker(bytes)) };
 }
 
@@ -333,22 +349,7 @@ function wholeBodyRecords(
       records[index] = { bytes, value: undefined, problem: depthProblem(span.depth) };
       continue;
     }
-    const recordText = text.slice(span.start, span.end);
-    if (
-      value !== null &&
-      typeof value === 'object' &&
-      !Array.isArray(value) &&
-      ownKeyCount(value) < span.keys
-    ) {
-      records[index] = {
-        bytes,
-        text: recordText,
-        value,
-        duplicateKeys: collectDuplicates(new ByteWalker(bytes)),
-      };
-    } else {
-      records[index] = { bytes, text: recordText, value };
-    }
+    records[index] = parsedRecord(bytes, text.slice(span.start, span.end), value, span.keys);
   }
   return records;
 }

@@ -302,9 +302,7 @@ export class HttpTransport {
           ? error.kind
           : callerSignal?.aborted === true
             ? 'aborted'
-            : isUndiciTimeout(error)
-              ? 'timeout'
-              : 'network';
+            : 'network';
       for (const meter of meters) meter.recordOutcome(kind);
       throw failure(
         { kind, retryable: kind !== 'aborted' },
@@ -468,8 +466,9 @@ export class HttpTransport {
             origin: this.#origin,
             path: `${this.#pathPrefix}${path}`,
             method: spec.method,
-            headersTimeout: this.#timeoutMs,
-            bodyTimeout: this.#timeoutMs,
+            // The exchange's one timeout is the timer above, over headers and body together.
+            headersTimeout: 0,
+            bodyTimeout: 0,
             headers: spec.body !== undefined ? this.#headersWithJsonBody : this.#headers,
             ...(spec.body !== undefined ? { body: JSON.stringify(spec.body) } : {}),
           },
@@ -517,12 +516,6 @@ class ExchangeEnded extends Error {
   ) {
     super(`exchange ended: ${kind}`, cause === undefined ? undefined : { cause });
   }
-}
-
-/** undici's own headers or body timeout (set to the same time as the transport's). */
-function isUndiciTimeout(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
 }
 
 /** The body's chunks as one array of its own (a chunk may be a view of a larger socket read). */

@@ -460,6 +460,27 @@ describe('the exchange itself', () => {
     expect(meter.requests).toBe(1);
   });
 
+  it('times out an answer whose body stalls after its headers, within the one timeout', async () => {
+    const { url, arrivals } = await scriptedServer([
+      (_req, res) => {
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': String(EMPTY_LIST.length),
+        });
+        // Part of the body, then nothing: the timeout covers headers and body together.
+        res.write(EMPTY_LIST.slice(0, 20));
+      },
+    ]);
+    const startedMs = performance.now();
+    const error = (await get(transportFor(url, { timeoutMs: 200, maxRetries: 1 })).catch(
+      (caught: unknown) => caught,
+    )) as ApiError;
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true, attempts: 2 });
+    expect(arrivals).toHaveLength(2);
+    expect(performance.now() - startedMs).toBeLessThan(2_000);
+  });
+
   it('fails at once, sending nothing, when the signal has already aborted', async () => {
     const { url, arrivals } = await scriptedServer([ok]);
     const error = (await transportFor(url)

@@ -4,6 +4,7 @@ import { redactSecrets } from '../util/redact.js';
 import { clampTimerMs, sleep } from '../util/sleep.js';
 import { TELESYNC_VERSION } from '../version.js';
 import { ApiError, readErrorBody } from './api-errors.js';
+import { Exchange, ExchangeEnded, type ReceivedAnswer } from './exchange.js';
 import { MalformedBodyError } from './received-json.js';
 import { RequestLimiter } from './request-limiter.js';
 
@@ -375,110 +376,32 @@ export class HttpTransport {
     }
   }
 
-  /**
-   * One exchange through undici's dispatcher with a handler that gathers the body: no response
-   * stream, no abort signal made per request (a timer and the caller's signal, when there is one).
-   * Resolves with the status, the headers it uses and the body (undefined past the size cap, the
-   * rest unread and the connection dropped); rejects with ExchangeEnded on a timeout or the caller's
-   * abort, or with undici's error.
-   */
+  /** One exchange through undici's dispatcher, its handler an Exchange (which see). */
   #send(
     spec: RequestSpec,
     path: string,
     callerSignal: AbortSignal | undefined,
   ): Promise<ReceivedAnswer> {
-    const maxBytes = this.#maxBodyBytes;
-    return new Promise<ReceivedAnswer>((resolve, reject) => {
-      let controller: Dispatcher.DispatchController | undefined;
-      let ended: ExchangeEnded | undefined;
-      let settled = false;
-      let status = 0;
-      let retryAfterHeader: string | undefined;
-      let location: string | undefined;
-      let chunks: Buffer[] = [];
-      let total = 0;
-      // Armed first, so everything that settles the exchange can clear it.
-      const timer = setTimeout(() => end(new ExchangeEnded('timeout')), this.#timeoutMs);
-      const settle = (): void => {
-        settled = true;
-        clearTimeout(timer);
-        callerSignal?.removeEventListener('abort', onAbort);
-      };
-      const end = (reason: ExchangeEnded): void => {
-        if (settled) return;
-        settle();
-        ended = reason;
-        controller?.abort(reason);
-        reject(reason);
-      };
-      const finish = (body: Uint8Array | undefined): void => {
-        if (settled) return;
-        settle();
-        resolve({ status, retryAfterHeader, location, body });
-      };
-      const onAbort = (): void => end(new ExchangeEnded('aborted', callerSignal?.reason));
-      if (callerSignal !== undefined) {
-        if (callerSignal.aborted) {
-          onAbort();
-          return;
-        }
-        callerSignal.addEventListener('abort', onAbort, { once: true });
-      }
-      const handler: Dispatcher.DispatchHandler = {
-        onRequestStart: (started) => {
-          controller = started;
-          // Ended while it waited for a connection: it goes no further.
-          if (ended !== undefined) started.abort(ended);
+    const exchange = new Exchange(this.#maxBodyBytes, this.#timeoutMs, callerSignal);
+    if (exchange.over) return exchange.answer;
+    try {
+      this.#agent.dispatch(
+        {
+          origin: this.#origin,
+          path: `${this.#pathPrefix}${path}`,
+          method: spec.method,
+          // The exchange's one timeout is its own timer, over headers and body together.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+          headers: spec.body !== undefined ? this.#headersWithJsonBody : this.#headers,
+          ...(spec.body !== undefined ? { body: JSON.stringify(spec.body) } : {}),
         },
-        onResponseStart: (started, statusCode, headers) => {
-          if (statusCode < 200) return;
-          status = statusCode;
-          retryAfterHeader = firstHeader(headers['retry-after']);
-          location = firstHeader(headers.location);
-          chunks = [];
-          total = 0;
-          const declared = Number(firstHeader(headers['content-length']));
-          if (Number.isFinite(declared) && declared > maxBytes) {
-            finish(undefined);
-            started.abort(BODY_TOO_LARGE);
-          }
-        },
-        onResponseData: (started, chunk) => {
-          if (settled) return;
-          total += chunk.byteLength;
-          if (total > maxBytes) {
-            finish(undefined);
-            started.abort(BODY_TOO_LARGE);
-            return;
-          }
-          chunks.push(chunk);
-        },
-        onResponseEnd: () => finish(joinChunks(chunks, total)),
-        onResponseError: (_controller, error) => {
-          if (settled) return;
-          settle();
-          reject(error);
-        },
-      };
-      try {
-        this.#agent.dispatch(
-          {
-            origin: this.#origin,
-            path: `${this.#pathPrefix}${path}`,
-            method: spec.method,
-            // The exchange's one timeout is the timer above, over headers and body together.
-            headersTimeout: 0,
-            bodyTimeout: 0,
-            headers: spec.body !== undefined ? this.#headersWithJsonBody : this.#headers,
-            ...(spec.body !== undefined ? { body: JSON.stringify(spec.body) } : {}),
-          },
-          handler,
-        );
-      } catch (error) {
-        settle();
-        reject(error instanceof Error ? error : new Error(String(error)));
-      }
-    });
+        exchange,
+      );
+    } catch (error) {
+      exchange.failToSend(error);
+    }
+    return exchange.answer;
   }
 
   /** Stops taking requests and closes the connections. */
@@ -494,43 +417,6 @@ function anySignal(
   if (first === undefined) return second;
   if (second === undefined) return first;
   return AbortSignal.any([first, second]);
-}
-
-/** Why a body past the size cap stopped being read (the exchange has already failed). */
-const BODY_TOO_LARGE = new Error('the answer passed the size cap');
-
-/** What came back from one exchange; `body` is undefined when it passed the size cap. */
-interface ReceivedAnswer {
-  readonly status: number;
-  readonly retryAfterHeader: string | undefined;
-  readonly location: string | undefined;
-  readonly body: Uint8Array | undefined;
-}
-
-/** An exchange the transport ended itself: its timeout, or the caller's abort. */
-class ExchangeEnded extends Error {
-  override name = 'ExchangeEnded';
-  constructor(
-    readonly kind: 'timeout' | 'aborted',
-    cause?: unknown,
-  ) {
-    super(`exchange ended: ${kind}`, cause === undefined ? undefined : { cause });
-  }
-}
-
-/** The body's chunks as one array of its own (a chunk may be a view of a larger socket read). */
-function joinChunks(chunks: readonly Buffer[], total: number): Uint8Array {
-  const body = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return body;
-}
-
-function firstHeader(header: string | string[] | undefined): string | undefined {
-  return Array.isArray(header) ? header[0] : header;
 }
 
 /** The host a redirect names (never its path or query, which may hold anything), for errors. */

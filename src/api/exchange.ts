@@ -1,0 +1,165 @@
+import type { Dispatcher } from 'undici';
+
+/** What came back from one exchange; `body` is undefined when it passed the size cap. */
+export interface ReceivedAnswer {
+  readonly status: number;
+  readonly retryAfterHeader: string | undefined;
+  readonly location: string | undefined;
+  readonly body: Uint8Array | undefined;
+}
+
+/** An exchange the transport ended itself: its timeout, or the caller's abort. */
+export class ExchangeEnded extends Error {
+  override name = 'ExchangeEnded';
+  constructor(
+    readonly kind: 'timeout' | 'aborted',
+    cause?: unknown,
+  ) {
+    super(`exchange ended: ${kind}`, cause === undefined ? undefined : { cause });
+  }
+}
+
+/** Why a body past the size cap stopped being read (the exchange has already failed). */
+const BODY_TOO_LARGE = new Error('the answer passed the size cap');
+
+/**
+ * One request's exchange as undici's dispatcher drives it: the handler that gathers the body (no
+ * response stream), one timer over headers and body together, and the caller's signal, listened to
+ * only when there is one. `answer` resolves with the status, the headers the transport uses and the
+ * body (undefined past the size cap: the rest is left unread and the connection dropped); it rejects
+ * with ExchangeEnded on the timeout or the caller's abort, or with undici's error.
+ */
+export class Exchange implements Dispatcher.DispatchHandler {
+  readonly answer: Promise<ReceivedAnswer>;
+  #resolve!: (answer: ReceivedAnswer) => void;
+  #reject!: (error: unknown) => void;
+  /** Set once the exchange is over, whichever way: nothing after that changes the outcome. */
+  #settled = false;
+  /** Why the transport ended the exchange, if it did. */
+  #ended: ExchangeEnded | undefined;
+  #controller: Dispatcher.DispatchController | undefined;
+  readonly #timer: NodeJS.Timeout;
+  #status = 0;
+  #retryAfterHeader: string | undefined;
+  #location: string | undefined;
+  #chunks: Buffer[] = [];
+  #total = 0;
+  readonly #onCallerAbort = (): void =>
+    this.#end(new ExchangeEnded('aborted', this.callerSignal?.reason));
+
+  constructor(
+    readonly maxBodyBytes: number,
+    timeoutMs: number,
+    private readonly callerSignal: AbortSignal | undefined,
+  ) {
+    this.answer = new Promise<ReceivedAnswer>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    // Armed first, so everything that settles the exchange can clear it.
+    this.#timer = setTimeout(() => this.#end(new ExchangeEnded('timeout')), timeoutMs);
+    if (callerSignal?.aborted === true) this.#onCallerAbort();
+    else callerSignal?.addEventListener('abort', this.#onCallerAbort, { once: true });
+  }
+
+  /** The exchange is over already (the caller's signal was aborted before it was sent). */
+  get over(): boolean {
+    return this.#settled;
+  }
+
+  /** Sending threw before the dispatcher took the request. */
+  failToSend(error: unknown): void {
+    if (this.#settled) return;
+    this.#settle();
+    this.#reject(error instanceof Error ? error : new Error(String(error)));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    // Ended while it waited for a connection: it goes no further.
+    if (this.#ended !== undefined) controller.abort(this.#ended);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+  ): void {
+    // An informational answer (100 Continue…): the real one follows.
+    if (statusCode < 200) return;
+    this.#status = statusCode;
+    this.#retryAfterHeader = firstHeader(headers['retry-after']);
+    this.#location = firstHeader(headers.location);
+    this.#chunks = [];
+    this.#total = 0;
+    const declared = Number(firstHeader(headers['content-length']));
+    if (Number.isFinite(declared) && declared > this.maxBodyBytes) this.#tooLarge(controller);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#total += chunk.byteLength;
+    if (this.#total > this.maxBodyBytes) {
+      this.#tooLarge(controller);
+      return;
+    }
+    this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.#settled) return;
+    this.#finish(joinChunks(this.#chunks, this.#total));
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.#settled) return;
+    this.#settle();
+    this.#reject(error);
+  }
+
+  #tooLarge(controller: Dispatcher.DispatchController): void {
+    this.#finish(undefined);
+    controller.abort(BODY_TOO_LARGE);
+  }
+
+  #finish(body: Uint8Array | undefined): void {
+    if (this.#settled) return;
+    this.#settle();
+    this.#resolve({
+      status: this.#status,
+      retryAfterHeader: this.#retryAfterHeader,
+      location: this.#location,
+      body,
+    });
+  }
+
+  #end(reason: ExchangeEnded): void {
+    if (this.#settled) return;
+    this.#settle();
+    this.#ended = reason;
+    this.#controller?.abort(reason);
+    this.#reject(reason);
+  }
+
+  #settle(): void {
+    this.#settled = true;
+    this.#chunks = [];
+    clearTimeout(this.#timer);
+    this.callerSignal?.removeEventListener('abort', this.#onCallerAbort);
+  }
+}
+
+/** The body's chunks as one array of its own (a chunk may be a view of a larger socket read). */
+function joinChunks(chunks: readonly Buffer[], total: number): Uint8Array {
+  const body = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return body;
+}
+
+function firstHeader(header: string | string[] | undefined): string | undefined {
+  return Array.isArray(header) ? header[0] : header;
+}

@@ -273,7 +273,7 @@ export function formatTrunkCallRecord(
  * together field by field. Every text of such a record is drawn from ASCII that JSON writes as it
  * is (digits, hex, fixed names, times, amounts, and the account's auth ID, which the simulator's
  * options hold to letters, digits, "_" and "-"), so nothing needs escaping; JSON.stringify of a
- * page's records was a sixth of the simulator's time (docs/scaling.md). Records of any other
+ * page's records was a sixth of the simulator's time (docs/scaling-history.md). Records of any other
  * origin (added, malformed, in the real service's shape) go through JSON.stringify.
  */
 export function trunkCallRecordJson(record: TrunkCallRecordWire): string {

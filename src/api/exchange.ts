@@ -44,14 +44,14 @@ export class Exchange implements Dispatcher.DispatchHandler {
   #location: string | undefined;
   #chunks: Buffer[] = [];
   #total = 0;
+  readonly #maxBodyBytes: number;
+  readonly #callerSignal: AbortSignal | undefined;
   readonly #onCallerAbort = (): void =>
-    this.#end(new ExchangeEnded('aborted', this.callerSignal?.reason));
+    this.#end(new ExchangeEnded('aborted', this.#callerSignal?.reason));
 
-  constructor(
-    readonly maxBodyBytes: number,
-    timeoutMs: number,
-    private readonly callerSignal: AbortSignal | undefined,
-  ) {
+  constructor(maxBodyBytes: number, timeoutMs: number, callerSignal: AbortSignal | undefined) {
+    this.#maxBodyBytes = maxBodyBytes;
+    this.#callerSignal = callerSignal;
     this.answer = new Promise<ReceivedAnswer>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -93,13 +93,13 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.#chunks = [];
     this.#total = 0;
     const declared = Number(firstHeader(headers['content-length']));
-    if (Number.isFinite(declared) && declared > this.maxBodyBytes) this.#tooLarge(controller);
+    if (Number.isFinite(declared) && declared > this.#maxBodyBytes) this.#tooLarge(controller);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.#settled) return;
     this.#total += chunk.byteLength;
-    if (this.#total > this.maxBodyBytes) {
+    if (this.#total > this.#maxBodyBytes) {
       this.#tooLarge(controller);
       return;
     }
@@ -145,7 +145,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.#settled = true;
     this.#chunks = [];
     clearTimeout(this.#timer);
-    this.callerSignal?.removeEventListener('abort', this.#onCallerAbort);
+    this.#callerSignal?.removeEventListener('abort', this.#onCallerAbort);
   }
 }
 

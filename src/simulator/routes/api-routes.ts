@@ -3,6 +3,7 @@ import type {
   ListEnvelopeWire,
   StartStreamResponseWire,
   StreamRecordWire,
+  TrunkCallRecordWire,
 } from '../../api/wire-types.js';
 import { MICROS_PER_SECOND, type EpochMicros } from '../../util/micros.js';
 import { addCall, type AccountState } from '../state/account-state.js';
@@ -283,20 +284,18 @@ function listTrunkCalls(context: ApiContext, request: ApiRequest): SimAnswer {
     lateArrivals(faults),
     account.scanCache,
   );
-  // Generated records are written as JSON text directly (trunkCallRecordJson); any other kind
-  // through JSON.stringify. The page is the same bytes either way.
+  // A record in the real service's shape when asked for, else as it is: generated records written
+  // as JSON text directly (trunkCallRecordJson), added ones through JSON.stringify (their text is
+  // not the generator's). The page is the same bytes either way.
+  const recordText = <T extends TrunkCallRecordWire | Readonly<Record<string, unknown>>>(
+    record: T,
+    asIs: (record: T) => string,
+  ): string => (context.realShapes ? JSON.stringify(realTrunkCallRecord(record)) : asIs(record));
   const objectTexts = selection.page.map((selected) => {
-    if (selected.kind === 'added') {
-      const record = selected.call.record;
-      return JSON.stringify(context.realShapes ? realTrunkCallRecord(record) : record);
-    }
+    if (selected.kind === 'added') return recordText(selected.call.record, JSON.stringify);
     const record = account.dataset.callRecordAt(selected.index);
     const malformation = account.dataset.malformationAt(selected.index, faults.malformed);
-    if (malformation === undefined) {
-      return context.realShapes
-        ? JSON.stringify(realTrunkCallRecord(record))
-        : trunkCallRecordJson(record);
-    }
+    if (malformation === undefined) return recordText(record, trunkCallRecordJson);
     stats.countFault('malformed');
     return JSON.stringify(
       malformTrunkCallRecord(

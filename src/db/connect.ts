@@ -32,11 +32,15 @@ export class DatabaseUnreachableError extends Error {
 
 /**
  * Checks that `database` answers, so a command fails once, in one line, instead of once per
- * stream. Throws DatabaseUnreachableError naming the location and the cause.
+ * stream, and returns its clock in epoch milliseconds (sync_runs times runs by it). Throws
+ * DatabaseUnreachableError naming the location and the cause.
  */
-export async function pingDatabase(database: Database): Promise<void> {
+export async function pingDatabase(database: Database): Promise<number> {
   try {
-    await sql`SELECT 1`.execute(database.root);
+    const result = await sql<{
+      ms: string;
+    }>`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms`.execute(database.root);
+    return Number(result.rows[0]!.ms);
   } catch (error) {
     throw new DatabaseUnreachableError(
       `cannot use the database at ${database.location}: ${describeError(error)}; ` +

@@ -30,9 +30,9 @@ export interface HealthCheckOptions {
 }
 
 /**
- * The /healthz check: pings the database (`SELECT 1`, bounded by `timeoutMs`), reads the latest
- * runs (and the horizon alarm's days), and judges them with evaluateHealth. Never throws: a database that fails or hangs is
- * part of the verdict.
+ * The /healthz check: pings the database (bounded by `timeoutMs`), reads the latest runs (and the
+ * horizon alarm's days), and judges them with evaluateHealth on the database's clock. Never
+ * throws: a database that fails or hangs is part of the verdict.
  */
 export function createHealthCheck(options: HealthCheckOptions): () => Promise<HealthReport> {
   const timeoutMs = options.timeoutMs ?? HEALTH_DATABASE_TIMEOUT_MS;
@@ -40,8 +40,22 @@ export function createHealthCheck(options: HealthCheckOptions): () => Promise<He
     let database: DatabaseAnswer;
     let unread: readonly HorizonUnread[] = [];
     const { horizon } = options;
+    let nowMs = options.now();
+    // Runs are timed by the database's clock (sync_runs): they are judged on it, and the
+    // scheduler's start is moved onto it by how far the two clocks are apart.
+    let clockOffsetMs = 0;
     try {
-      await withTimeout(pingDatabase(options.database), timeoutMs, 'SELECT 1');
+      const asked = options.now();
+      const databaseNowMs = await withTimeout(
+        pingDatabase(options.database),
+        timeoutMs,
+        'SELECT 1',
+      );
+      const answered = options.now();
+      // An offset within the round trip cannot be told from none.
+      const offset = databaseNowMs - (asked + answered) / 2;
+      clockOffsetMs = Math.abs(offset) > answered - asked ? offset : 0;
+      nowMs = answered + clockOffsetMs;
       const runs = await withTimeout(
         findLatestRuns(options.database.db, options.accountIds, options.streams),
         timeoutMs,
@@ -54,8 +68,8 @@ export function createHealthCheck(options: HealthCheckOptions): () => Promise<He
       database = { ok: false, error: describeError(error) };
     }
     return evaluateHealth({
-      nowMs: options.now(),
-      startedAtMs: options.startedAtMs,
+      nowMs,
+      startedAtMs: options.startedAtMs + clockOffsetMs,
       maxAgeMinutes: options.maxAgeMinutes,
       accountIds: options.accountIds,
       streams: options.streams,

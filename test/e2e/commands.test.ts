@@ -7,6 +7,11 @@ import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { startCliFixture, useCliFixture } from '../support/cli-fixture.js';
 import { jsonLines } from '../support/command-output.js';
 import { runTelesync } from '../support/run-telesync.js';
+import { utcDaysTouched } from '../support/utc-days.js';
+
+/** The UTC date after a YYYY-MM-DD one: a midnight may pass between the test's clock and the run's. */
+const nextDay = (date: string) =>
+  new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
 
 const ACCOUNT = { authId: 'MA_E2E_CLI', authToken: 'tok_e2e_cli_0123456789' };
 
@@ -148,10 +153,19 @@ describe('sync', () => {
 
 describe('backfill', () => {
   it('re-reads the range asked for and says what it covered', async () => {
+    const startedAt = Date.now();
     const result = await runTelesync(['backfill', '--days', '3'], cli.env);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^trunk_calls +MA_E2E_CLI {2}succeeded/m);
-    expect(result.stdout).toMatch(/covered \d{4}-\d\d-\d\dT00:00:00Z to .* \(4 windows\)/);
+    // Three days back from today's UTC date, up to the settle lag: a window per UTC day touched,
+    // four in the day and three in the first minutes after midnight (the lag ends yesterday).
+    const covered = /covered (\S+) to (\S+) \((\d+) windows\)/.exec(result.stdout);
+    expect(covered, result.stdout).not.toBeNull();
+    const threeDaysBack = new Date(startedAt - 3 * 86_400_000).toISOString().slice(0, 10);
+    expect([threeDaysBack, nextDay(threeDaysBack)]).toContain(covered![1]!.slice(0, 10));
+    expect(covered![1]).toMatch(/T00:00:00Z$/);
+    expect(Number(covered![3])).toBe(utcDaysTouched(covered![1]!, covered![2]!).length);
+    expect([3, 4]).toContain(Number(covered![3]));
     // Not a terminal here: progress goes to stderr as plain lines, if the run lasted long enough.
     expect(result.stderr).not.toContain('\u001b[');
   });

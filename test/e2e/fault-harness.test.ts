@@ -34,8 +34,12 @@ function yesterday(): { from: string; to: string; serviceTime: string } {
   return { from: day, to: end.toISOString().slice(0, 10), serviceTime: `${day} 12:00:00+00:00` };
 }
 
-/** Every command of this file: ACCOUNT, at a rate the simulator answers at once. */
-const FAULT_ENV = { TELESYNC_MAX_RPS: '2000' };
+/**
+ * Every command of this file: ACCOUNT, at a rate the simulator answers at once, and no settle lag,
+ * so yesterday's window ends at midnight even in the first minutes after it (with the default lag
+ * it would end at 23:55 and the messages that name the window would name that end).
+ */
+const FAULT_ENV = { TELESYNC_MAX_RPS: '2000', TELESYNC_SETTLE_LAG_MINUTES: '0' };
 
 /** The simulator with ACCOUNT, and a migrated database of the suite's own. */
 function useSimulatorFixture(options: Omit<StartSimulatorOptions, 'accounts'>) {

@@ -31,8 +31,15 @@ export interface TelesyncProcess {
 /**
  * Starts the real `telesync` command as a child process, in an empty working directory (so no
  * developer's `.env` leaks in) and with only the environment given plus PATH/HOME, without waiting
- * for it to end.
+ * for it to end. A faked clock is passed on (libfaketime's FAKETIME and LD_PRELOAD), so the suite
+ * can be run as at a given moment: `faketime -f "-${seconds}s" npx vitest run ...` puts the tests
+ * and every telesync they start just after a UTC midnight (README, "Tests").
  */
+function fakedClock(): Record<string, string> {
+  const { FAKETIME, LD_PRELOAD } = process.env;
+  return FAKETIME === undefined ? {} : { FAKETIME, LD_PRELOAD: LD_PRELOAD ?? '' };
+}
+
 export function startTelesync(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
@@ -40,7 +47,7 @@ export function startTelesync(
 ): TelesyncProcess {
   const child = spawn(process.execPath, [TELESYNC_BIN, ...args], {
     cwd: options.cwd ?? mkdtempSync(join(tmpdir(), 'telesync-cwd-')),
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...fakedClock(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

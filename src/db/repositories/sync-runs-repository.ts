@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { RunStatus, Tables } from '../schema.js';
 
 /** What a run reports about itself in its sync_runs row. */
@@ -31,6 +31,13 @@ export interface RunOrigin {
   pid: number;
   host: string;
 }
+
+/**
+ * A run's end on the database's clock, as its start (`started_at DEFAULT now()`) is: workers on
+ * several machines, or one whose clock is off, still give every run a start before its end.
+ * clock_timestamp(), not now(): the row may be closed in a transaction that began earlier.
+ */
+const databaseClock = () => sql<string>`clock_timestamp()`;
 
 /** Opens the sync_runs row of a run; returns its id. */
 export async function insertRun(db: Kysely<Tables>, run: RunOrigin): Promise<number> {
@@ -65,7 +72,7 @@ export async function closeAbandonedRuns(
     .updateTable('sync_runs')
     .set({
       status: 'failed',
-      finished_at: new Date().toISOString(),
+      finished_at: databaseClock(),
       error:
         'the process ended before the run finished (killed or crashed); the next run continued from its last commit',
     })
@@ -89,7 +96,7 @@ export async function insertSkippedRun(
     .values({
       ...originColumns(run),
       status: 'skipped',
-      finished_at: new Date().toISOString(),
+      finished_at: databaseClock(),
       error: run.reason,
     })
     .returning('id')
@@ -117,7 +124,7 @@ export async function finishRun(
     .set({
       ...countColumns(outcome),
       status: outcome.status,
-      finished_at: new Date().toISOString(),
+      finished_at: databaseClock(),
       error: outcome.error,
       window_start: outcome.windowStart,
       window_end: outcome.windowEnd,

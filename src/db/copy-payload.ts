@@ -16,6 +16,12 @@ export class CopyPayload {
     readonly columns: readonly string[],
     /** Rows in COPY text format (tab-separated, `\N` for null, newline-terminated). */
     readonly data: CopyText | string,
+    /**
+     * Statements without parameters to run first, in the same transaction: the staging table's
+     * creation or emptying. The PostgreSQL driver sends them in the COPY's own message, which
+     * saves their round trips (a COPY already costs two: its start, then its rows).
+     */
+    readonly before: readonly string[] = [],
   ) {}
 
   /** The data as the bytes to send, in order. */

@@ -122,27 +122,23 @@ export async function upsertPreparedRows(
   let written = 0;
   if (prepared.strategy === 'copy') {
     const staging = stagingTableName(schema, spec.table);
-    await trx.executeQuery(
-      CompiledQuery.raw(
-        `CREATE TEMP TABLE IF NOT EXISTS ${quoteIdent(staging)} ` +
-          `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`,
-      ),
-    );
+    const before = [
+      `CREATE TEMP TABLE IF NOT EXISTS ${quoteIdent(staging)} ` +
+        `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`,
+    ];
     const text =
       unique.length === prepared.length ? prepared.copyText : prepared.copyText.pick(unique);
     // ON COMMIT DELETE ROWS empties the staging table at commit, so only a second batch in the
     // same transaction finds rows there (the first one's): emptied first then, and only then, since
-    // with many accounts loading small batches each statement's round trip counts. DELETE, not
-    // TRUNCATE: TRUNCATE gives the table a new file and so changes the catalog, which every other
-    // session must then catch up with.
+    // with many accounts loading small batches each statement counts. DELETE, not TRUNCATE:
+    // TRUNCATE gives the table a new file and so changes the catalog, which every other session
+    // must then catch up with. Both go with the COPY, in its message (CopyPayload's `before`).
     const stagedBefore = stagedIn.get(trx);
-    if (stagedBefore?.has(staging) === true) {
-      await trx.executeQuery(CompiledQuery.raw(`DELETE FROM ${quoteIdent(staging)}`));
-    }
+    if (stagedBefore?.has(staging) === true) before.push(`DELETE FROM ${quoteIdent(staging)}`);
     if (stagedBefore === undefined) stagedIn.set(trx, new Set([staging]));
     else stagedBefore.add(staging);
     await trx.executeQuery(
-      compileCopy(new CopyPayload(quoteIdent(staging), spec.columns.map(quoteIdent), text)),
+      compileCopy(new CopyPayload(quoteIdent(staging), spec.columns.map(quoteIdent), text, before)),
     );
     written = await runUpsert(trx, buildUpsertSql(schema, spec, { staging }), [syncedAt], spec);
   } else {

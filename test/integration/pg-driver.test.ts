@@ -1,0 +1,163 @@
+import { CompiledQuery, sql } from 'kysely';
+import { compileCopy, CopyPayload } from '../../src/db/copy-payload.js';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createTestDatabase, harnessTarget, type TestDatabase } from '../support/test-database.js';
+
+const SERVER = harnessTarget();
+
+/**
+ * The PostgreSQL driver sends a transaction's BEGIN with its first statement when that one has no
+ * parameters: one round trip less a transaction, and every transaction still all or nothing.
+ * Messages are counted where they leave, at the pg client.
+ */
+describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening transactions', () => {
+  let handle: TestDatabase;
+  let table: string;
+  beforeAll(async () => {
+    handle = await createTestDatabase({ target: SERVER });
+    table = `${handle.database.schema}.driver_probe`;
+    await sql`CREATE TABLE ${sql.table(table)} (n int PRIMARY KEY)`.execute(handle.database.root);
+  });
+  afterAll(async () => {
+    await handle?.close();
+  });
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** The texts the pg clients were given while `work` ran (COPY streams as their statement). */
+  const sentDuring = async (work: () => Promise<unknown>): Promise<string[]> => {
+    const sent: string[] = [];
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- applied to its client below
+    const original = pg.Client.prototype.query;
+    vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
+      this: pg.Client,
+      ...args: unknown[]
+    ) {
+      const [first] = args;
+      sent.push(typeof first === 'string' ? first : String((first as { text?: string }).text));
+      return (original as (...all: unknown[]) => unknown).apply(this, args) as never;
+    });
+    try {
+      await work();
+    } finally {
+      vi.restoreAllMocks();
+    }
+    return sent;
+  };
+  const stored = async () =>
+    (
+      await sql<{ n: number }>`SELECT n FROM ${sql.table(table)} ORDER BY n`.execute(
+        handle.database.root,
+      )
+    ).rows.map((row) => row.n);
+  const raw = (text: string, parameters: unknown[] = []) => CompiledQuery.raw(text, parameters);
+
+  it('sends BEGIN with a first statement that has no parameters, and COMMIT alone', async () => {
+    const sent = await sentDuring(() =>
+      handle.database.root.transaction().execute(async (trx) => {
+        await trx.executeQuery(raw(`INSERT INTO ${table} VALUES (1)`));
+        await trx.executeQuery(raw(`INSERT INTO ${table} VALUES ($1)`, [2]));
+      }),
+    );
+    expect(sent).toEqual([
+      `begin;\nINSERT INTO ${table} VALUES (1)`,
+      `INSERT INTO ${table} VALUES ($1)`,
+      'commit',
+    ]);
+    expect(await stored()).toEqual([1, 2]);
+  });
+
+  it('sends BEGIN and the statements a COPY asks for first in the message of the COPY', async () => {
+    const staging = `${handle.database.schema}.driver_staging`;
+    const copy = (rows: string, before: string[]) =>
+      compileCopy(new CopyPayload(staging, ['"n"'], rows, before));
+    const create = `CREATE TABLE IF NOT EXISTS ${staging} (n int)`;
+    const sent = await sentDuring(() =>
+      handle.database.root.transaction().execute(async (trx) => {
+        await trx.executeQuery(copy('10\n11\n', [create]));
+        await trx.executeQuery(copy('12\n', [`DELETE FROM ${staging}`]));
+        await trx.executeQuery(raw(`INSERT INTO ${table} SELECT n FROM ${staging}`));
+      }),
+    );
+    expect(sent).toEqual([
+      `begin;\n${create};\nCOPY ${staging} ("n") FROM STDIN`,
+      `DELETE FROM ${staging};\nCOPY ${staging} ("n") FROM STDIN`,
+      `INSERT INTO ${table} SELECT n FROM ${staging}`,
+      'commit',
+    ]);
+    expect(await stored()).toEqual([1, 2, 12]);
+
+    // A statement before the COPY that fails takes the whole transaction with it.
+    await expect(
+      handle.database.root.transaction().execute(async (trx) => {
+        await trx.executeQuery(raw(`INSERT INTO ${table} VALUES (13)`));
+        await trx.executeQuery(copy('14\n', [`DELETE FROM ${staging}_missing`]));
+      }),
+    ).rejects.toThrow(/does not exist/);
+    expect(await stored()).toEqual([1, 2, 12]);
+    await sql`DELETE FROM ${sql.table(table)} WHERE n = 12`.execute(handle.database.root);
+  });
+
+  it('sends BEGIN alone before a first statement with parameters', async () => {
+    const sent = await sentDuring(() =>
+      handle.database.root.transaction().execute(async (trx) => {
+        await trx.executeQuery(raw(`INSERT INTO ${table} VALUES ($1)`, [3]));
+      }),
+    );
+    expect(sent).toEqual(['begin', `INSERT INTO ${table} VALUES ($1)`, 'commit']);
+    expect(await stored()).toEqual([1, 2, 3]);
+  });
+
+  it('keeps the isolation level asked for, and answers the first statement with its own result', async () => {
+    const level = await handle.database.root
+      .transaction()
+      .setIsolationLevel('serializable')
+      .execute(async (trx) => {
+        const result = await trx.executeQuery<{ transaction_isolation: string }>(
+          raw('SHOW transaction_isolation'),
+        );
+        return result.rows;
+      });
+    expect(level).toEqual([{ transaction_isolation: 'serializable' }]);
+  });
+
+  it('rolls back everything when a later statement fails, and the connection serves the next transaction', async () => {
+    await expect(
+      handle.database.root.transaction().execute(async (trx) => {
+        await trx.executeQuery(raw(`INSERT INTO ${table} VALUES (4)`));
+        await trx.executeQuery(raw(`INSERT INTO ${table} VALUES ($1)`, [1]));
+      }),
+    ).rejects.toThrow(/duplicate key/);
+    expect(await stored()).toEqual([1, 2, 3]);
+    await expect(
+      handle.database.root.transaction().execute(async (trx) => {
+        await trx.executeQuery(raw(`INSERT INTO ${table} VALUES (1)`));
+      }),
+    ).rejects.toThrow(/duplicate key/);
+    await handle.database.root.transaction().execute(async (trx) => {
+      await trx.executeQuery(raw(`INSERT INTO ${table} VALUES (5)`));
+    });
+    expect(await stored()).toEqual([1, 2, 3, 5]);
+  });
+
+  it('sends nothing for a transaction that ran no statement, committed or rolled back', async () => {
+    const sent = await sentDuring(async () => {
+      await handle.database.root.transaction().execute(() => Promise.resolve());
+      await expect(
+        handle.database.root
+          .transaction()
+          .execute(() => Promise.reject(new Error('given up before any statement'))),
+      ).rejects.toThrow('given up');
+    });
+    expect(sent).toEqual([]);
+    // No BEGIN is left over for the connection's next statement outside a transaction: it is
+    // sent alone and commits by itself.
+    const next = await sentDuring(() =>
+      handle.database.root.executeQuery(raw(`INSERT INTO ${table} VALUES (6)`)),
+    );
+    expect(next).toEqual([`INSERT INTO ${table} VALUES (6)`]);
+    expect(await stored()).toEqual([1, 2, 3, 5, 6]);
+  });
+});

@@ -8,12 +8,14 @@ import {
 } from '../db/repositories/job-queue-repository.js';
 import type { TelesyncConfig } from '../config/config-types.js';
 import { openDatabase } from '../db/connect.js';
+import { findWorkToShare } from '../db/repositories/job-queue-repository.js';
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { RunningHttpServer } from '../http/http-server.js';
 import { handleAccountJob } from '../jobs/job-handlers.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
-import { openPgBossQueue } from '../jobs/pg-boss-queue.js';
+import { FairShare } from '../jobs/fair-share.js';
+import { accountQueueName, openPgBossQueue } from '../jobs/pg-boss-queue.js';
 import { runWorkerLoop } from '../jobs/worker-loop.js';
 import { planSchedule } from '../scheduler/schedule-plan.js';
 import { describeError } from '../util/coerce-error.js';
@@ -30,8 +32,15 @@ import {
 } from './app-services.js';
 import { createServedRoutes } from './served-routes.js';
 
-/** How often a worker records that it is alive (status lists those seen in the last 3). */
+/** How often a worker records that it is alive. */
 export const WORKER_HEARTBEAT_MS = 10_000;
+
+/**
+ * A worker is live while its last heartbeat is at most three heartbeats old: status lists those,
+ * and the fair share counts them. A killed worker stops counting within 30 s, before the jobs it
+ * held come back (the lease, 60 s by default).
+ */
+export const WORKER_LIVE_SECONDS = (3 * WORKER_HEARTBEAT_MS) / 1_000;
 
 /**
  * The composition root of `telesync worker`: the database, a client per account, the job queue
@@ -132,6 +141,12 @@ export async function openWorkerApp(
   const heartbeatTimer = setInterval(() => void heartbeat(), WORKER_HEARTBEAT_MS);
   heartbeatTimer.unref();
 
+  const accountQueues = accountIds.map(accountQueueName);
+  const fairShare = new FairShare(
+    () => findWorkToShare(database.root, jobSchema, accountQueues, WORKER_LIVE_SECONDS),
+    { cacheMs: 1_000, now: () => Date.now() },
+  );
+
   const deps = createSyncDependencies(config, database, log, concurrency);
   const clientOf = new Map(clients.map((client) => [client.authId, client]));
   const streams = STREAM_NAMES.filter((stream) =>
@@ -161,6 +176,7 @@ export async function openWorkerApp(
         queue: jobs,
         accountIds,
         concurrency,
+        fairShare: () => fairShare.current(),
         pollMs: config.jobs.pollMs,
         signal,
         log,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { WORKER_HEARTBEAT_MS } from '../app/worker-app.js';
+import { WORKER_LIVE_SECONDS } from '../app/worker-app.js';
 import type { Database } from '../db/connect.js';
 import {
   findLiveWorkers,
@@ -214,9 +214,6 @@ function formatStatusTable(statuses: readonly StreamStatus[], now: number): stri
   return [line(header), ...rows.map(line), ...warnings].join('\n');
 }
 
-/** Workers seen within this many heartbeats are live. */
-const LIVE_HEARTBEATS = 3;
-
 interface QueueStatus {
   workers: WorkerRow[];
   jobs: { account: string; stream: string; waiting: number; active: number; failed: number }[];
@@ -230,11 +227,7 @@ async function readQueueStatus(
   const jobSchema = jobSchemaName(database.schema);
   const queues = accounts.map(accountQueueName);
   const counts = await findStreamJobCounts(database.root, jobSchema, queues);
-  const workers = await findLiveWorkers(
-    database.root,
-    jobSchema,
-    (LIVE_HEARTBEATS * WORKER_HEARTBEAT_MS) / 1_000,
-  );
+  const workers = await findLiveWorkers(database.root, jobSchema, WORKER_LIVE_SECONDS);
   if (counts.length === 0 && workers.length === 0) return undefined;
   const jobs: QueueStatus['jobs'] = [];
   for (const account of accounts) {

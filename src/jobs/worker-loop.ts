@@ -9,6 +9,12 @@ export interface WorkerLoopOptions {
   readonly accountIds: readonly string[];
   /** Jobs (so accounts) in hand at once. */
   readonly concurrency: number;
+  /**
+   * The most jobs this worker should hold now, for the workers to share the accounts (see
+   * FairShare); below `concurrency` when other workers are there to take the rest. Omitted: only
+   * `concurrency` bounds it. A worker with nothing in hand always takes a job.
+   */
+  readonly fairShare?: () => Promise<number>;
   readonly pollMs: number;
   /** Runs and settles one job; expected not to throw (a throw is logged). */
   readonly handle: (taken: TakenJob) => Promise<void>;
@@ -18,8 +24,8 @@ export interface WorkerLoopOptions {
 }
 
 /**
- * Takes jobs while there is room, up to `concurrency` in hand, and waits `pollMs` when there is
- * none or the queue cannot be reached (a lost database connection: pg-boss reconnects, and so do
+ * Takes jobs while there is room, up to `concurrency` (and `fairShare`) in hand, and waits `pollMs`
+ * when there is none or the queue cannot be reached (a lost database connection: pg-boss reconnects, and so do
  * the loop's next polls). Returns once drained.
  */
 export async function runWorkerLoop(options: WorkerLoopOptions): Promise<void> {
@@ -29,6 +35,18 @@ export async function runWorkerLoop(options: WorkerLoopOptions): Promise<void> {
     if (inHand.size >= options.concurrency) {
       await Promise.race(inHand);
       continue;
+    }
+    if (inHand.size > 0 && options.fairShare !== undefined) {
+      const share = await options.fairShare().catch(() => options.concurrency);
+      if (inHand.size >= share) {
+        // Another worker takes the next account; this one looks again when a job of its own ends
+        // or after a poll, whichever comes first (a worker that stopped frees its share).
+        await Promise.race([
+          ...inHand,
+          sleep(options.pollMs, options.signal).catch(() => undefined),
+        ]);
+        continue;
+      }
     }
     let taken: TakenJob | undefined;
     try {

@@ -3,7 +3,15 @@ import { sql, type Kysely } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/connect.js';
 import { sleep } from '../../src/util/sleep.js';
-import { findJobStateCounts } from '../../src/db/repositories/job-queue-repository.js';
+import {
+  createWorkersTable,
+  findJobStateCounts,
+  findWorkToShare,
+  upsertWorkerHeartbeat,
+} from '../../src/db/repositories/job-queue-repository.js';
+import { FairShare } from '../../src/jobs/fair-share.js';
+import { runWorkerLoop } from '../../src/jobs/worker-loop.js';
+import { createLogger } from '../../src/util/logger.js';
 import type { StreamName } from '../../src/domain/streams.js';
 import type { JobQueue } from '../../src/jobs/job-queue.js';
 import { jobSchemaName } from '../../src/jobs/job-settings.js';
@@ -115,6 +123,66 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
       await admin.close();
     }
   }, 120_000);
+
+  it('two workers share ten accounts five and five, though each could hold all ten', async () => {
+    const test = await createTestDatabase();
+    opened.push(test);
+    const jobSchema = jobSchemaName(test.database.schema);
+    await installJobSchema({ connectionString: url, schema: jobSchema, onError: () => undefined });
+    const accounts = Array.from({ length: 10 }, (_, index) => `MASHARE${index}`);
+    const queues = [await openQueue(test), await openQueue(test)];
+    await queues[0]!.enqueue(
+      accounts.map((accountId) => ({ kind: 'sync' as const, accountId, stream: 'endpoints' })),
+    );
+    await createWorkersTable(test.database.root, jobSchema);
+    const log = createLogger({ level: 'silent', secrets: [], pretty: false });
+    const stop = new AbortController();
+    const releases: (() => void)[] = [];
+    const held = [new Set<string>(), new Set<string>()];
+    // Both workers are live (their heartbeats are in) before either takes a job; the first to
+    // poll takes its share, the other the rest.
+    for (const index of [0, 1])
+      await upsertWorkerHeartbeat(test.database.root, jobSchema, {
+        worker_id: `worker-${index}`,
+        host: 'test',
+        pid: index,
+        concurrency: 10,
+        in_hand: 0,
+      });
+    const startWorker = (index: number) => {
+      const share = new FairShare(
+        () => findWorkToShare(test.database.root, jobSchema, accounts.map(accountQueueName), 30),
+        { cacheMs: 0, now: () => Date.now() },
+      );
+      const queue = queues[index]!;
+      return runWorkerLoop({
+        queue,
+        accountIds: accounts,
+        concurrency: 10,
+        fairShare: () => share.current(),
+        pollMs: 50,
+        signal: stop.signal,
+        log,
+        handle: async (taken) => {
+          held[index]!.add(taken.job.accountId);
+          await new Promise<void>((resolve) => releases.push(resolve));
+          await queue.complete(taken);
+        },
+      });
+    };
+    const loops = [startWorker(0), startWorker(1)];
+    try {
+      for (let waited = 0; held[0]!.size + held[1]!.size < 10 && waited < 10_000; waited += 50)
+        await sleep(50);
+      expect([held[0]!.size, held[1]!.size]).toEqual([5, 5]);
+      expect(new Set([...held[0]!, ...held[1]!]).size).toBe(10);
+    } finally {
+      stop.abort();
+      for (const release of releases) release();
+      await Promise.all(loops);
+      await Promise.all(queues.map((queue) => queue.stop()));
+    }
+  }, 60_000);
 });
 
 /**

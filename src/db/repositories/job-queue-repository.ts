@@ -119,3 +119,29 @@ export async function findLiveWorkers(
     ORDER BY heartbeat_at DESC`.execute(root);
   return result.rows;
 }
+
+/**
+ * How many of `queues` have work (a job waiting, due for a retry or active), and how many workers
+ * reported in the last `withinSeconds`: what a worker's fair share of the accounts is made of.
+ */
+export async function findWorkToShare(
+  root: Kysely<unknown>,
+  jobSchema: string,
+  queues: readonly string[],
+  withinSeconds: number,
+): Promise<{ accountsWithWork: number; liveWorkers: number }> {
+  if (queues.length === 0 || !(await tableExists(root, jobSchema, 'job')))
+    return { accountsWithWork: 0, liveWorkers: 0 };
+  const workers = (await tableExists(root, jobSchema, 'telesync_workers'))
+    ? sql`(SELECT count(*)::int FROM ${sql.id(jobSchema, 'telesync_workers')}
+          WHERE heartbeat_at > now() - make_interval(secs => ${withinSeconds}))`
+    : sql`0`;
+  const result = await sql<{ accounts_with_work: number; live_workers: number }>`
+    SELECT
+      (SELECT count(DISTINCT name)::int FROM ${sql.id(jobSchema, 'job')}
+        WHERE name IN (${sql.join(queues)}) AND state IN ('created', 'retry', 'active'))
+        AS accounts_with_work,
+      ${workers} AS live_workers`.execute(root);
+  const row = result.rows[0];
+  return { accountsWithWork: row?.accounts_with_work ?? 0, liveWorkers: row?.live_workers ?? 0 };
+}

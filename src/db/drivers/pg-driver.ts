@@ -133,9 +133,10 @@ class PgDriver implements Driver {
 /**
  * One pooled client. A transaction's BEGIN is not sent on its own: it waits for the transaction's
  * first statement and, when that one has no parameters or is a COPY (the loader's, with the
- * staging table's creation), goes in the same message, so a transaction costs one round trip less. With many accounts loading
- * small batches side by side each round trip of a transaction counts (docs/scaling.md), and more
- * so against a database across a network.
+ * staging table's creation), goes in the same message, so a transaction costs one round trip
+ * less. Against a database across a network each round trip is at least the network's latency
+ * (docs/scaling.md, "Round trips of a loading transaction"). A syntax error in such a message
+ * fails it whole, BEGIN included; the ROLLBACK that follows is then a warning, not an error.
  */
 class PgConnection implements DatabaseConnection {
   /** Set when a query failed in a way that leaves the connection unusable (cut, killed). */
@@ -180,8 +181,7 @@ class PgConnection implements DatabaseConnection {
       const payload = copyPayloadOf(query);
       if (payload === undefined && begin !== undefined && query.parameters.length === 0) {
         // Without parameters the statement goes by the simple protocol, which takes several
-        // statements in one message: BEGIN and it, and an answer for each.
-        // pg types one answer; a message of several statements gets one per statement.
+        // statements in one message: BEGIN and it, with an answer each (pg's types say one).
         const answers = (await this.client.query(`${begin};\n${query.sql}`)) as
           pg.QueryResult | pg.QueryResult[];
         const last = Array.isArray(answers) ? answers[answers.length - 1] : answers;

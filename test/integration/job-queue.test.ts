@@ -124,6 +124,41 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
     }
   }, 120_000);
 
+  it('counts as work a job due now or active, not a retry still in its backoff', async () => {
+    const test = await createTestDatabase();
+    opened.push(test);
+    const jobSchema = jobSchemaName(test.database.schema);
+    await installJobSchema({ connectionString: url, schema: jobSchema, onError: () => undefined });
+    const accounts = ['MADUE0', 'MADUE1', 'MADUE2', 'MAIDLE3'];
+    const queue = await openQueue(test);
+    try {
+      await queue.enqueue(
+        accounts
+          .slice(0, 3)
+          .map((accountId) => ({ kind: 'sync' as const, accountId, stream: 'endpoints' })),
+      );
+      const taken = await queue.take(['MADUE0']);
+      expect(taken?.job.accountId).toBe('MADUE0');
+      // MADUE2's job waits for a retry an hour away, as after a failure with backoff.
+      await sql`UPDATE ${sql.id(jobSchema, 'job')} SET state = 'retry',
+          start_after = now() + interval '1 hour'
+        WHERE name = ${accountQueueName('MADUE2')}`.execute(test.database.root);
+      await createWorkersTable(test.database.root, jobSchema);
+      await upsertWorkerHeartbeat(test.database.root, jobSchema, {
+        worker_id: 'w',
+        host: 'test',
+        pid: 1,
+        concurrency: 4,
+        in_hand: 1,
+      });
+      expect(
+        await findWorkToShare(test.database.root, jobSchema, accounts.map(accountQueueName), 30),
+      ).toEqual({ accountsWithWork: 2, liveWorkers: 1 });
+    } finally {
+      await queue.stop();
+    }
+  }, 60_000);
+
   it('two workers share ten accounts five and five, though each could hold all ten', async () => {
     const test = await createTestDatabase();
     opened.push(test);

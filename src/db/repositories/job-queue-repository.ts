@@ -121,7 +121,8 @@ export async function findLiveWorkers(
 }
 
 /**
- * How many of `queues` have work (a job waiting, due for a retry or active), and how many workers
+ * How many of `queues` have work (a job due now, or active: a retry still in its backoff does not
+ * count, so an account whose credentials fail takes no worker's share), and how many workers
  * reported in the last `withinSeconds`: what a worker's fair share of the accounts is made of.
  */
 export async function findWorkToShare(
@@ -139,7 +140,8 @@ export async function findWorkToShare(
   const result = await sql<{ accounts_with_work: number; live_workers: number }>`
     SELECT
       (SELECT count(DISTINCT name)::int FROM ${sql.id(jobSchema, 'job')}
-        WHERE name IN (${sql.join(queues)}) AND state IN ('created', 'retry', 'active'))
+        WHERE name IN (${sql.join(queues)})
+          AND (state = 'active' OR (state IN ('created', 'retry') AND start_after <= now())))
         AS accounts_with_work,
       ${workers} AS live_workers`.execute(root);
   const row = result.rows[0];

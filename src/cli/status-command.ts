@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { WORKER_LIVE_SECONDS } from '../app/worker-app.js';
-import type { Database } from '../db/connect.js';
+import { pingDatabase, type Database } from '../db/connect.js';
 import {
   findLiveWorkers,
   findStreamJobCounts,
@@ -52,7 +52,8 @@ async function runStatus(context: CommandContext, json: boolean): Promise<ExitCo
       for (const stream of STREAM_NAMES)
         statuses.push(await findStreamStatus(database.db, database.schema, accountId, stream));
     }
-    const now = Date.now();
+    // The database's clock: runs are timed by it (sync_runs), whichever machine ran them.
+    const now = await pingDatabase(database);
     const queue = await readQueueStatus(database, accounts);
     if (json) {
       context.io.out(

@@ -6,6 +6,7 @@ import { STREAM_NAMES } from '../../src/domain/streams.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { startCliFixture, useCliFixture } from '../support/cli-fixture.js';
 import { jsonLines } from '../support/command-output.js';
+import { canFakeClock, fakedClockEnv } from '../support/faked-clock.js';
 import { runTelesync } from '../support/run-telesync.js';
 import { utcDaysTouched } from '../support/utc-days.js';
 
@@ -219,6 +220,22 @@ describe('status', () => {
     expect(trunk).toMatchObject({ last_run: { status: 'succeeded' }, rejected: 0 });
     expect(Number(trunk?.lag_seconds)).toBeLessThan(3600);
   });
+
+  it.skipIf(!canFakeClock)(
+    "ages runs on the database's clock, on a machine whose clock is a day behind it",
+    async () => {
+      const behind = cli.envWith(fakedClockEnv('-1d'));
+      const text = await runTelesync(['status'], behind);
+      expect(text.code, text.stderr).toBe(0);
+      // The last sync of the suite, minutes ago: not minus a day.
+      const age = /^ {2}trunk_calls +\S+ +\S+ +succeeded (\d+)([smh]) ago/m.exec(text.stdout);
+      expect(age, text.stdout).not.toBeNull();
+      expect(age![2]).not.toBe('h');
+      const json = await runTelesync(['status', '--json'], behind);
+      const report = JSON.parse(json.stdout) as { generated_at: string };
+      expect(Math.abs(Date.parse(report.generated_at) - Date.now())).toBeLessThan(60_000);
+    },
+  );
 
   it('needs no credentials', async () => {
     const { TELESYNC_AUTH_ID: _id, TELESYNC_AUTH_TOKEN: _token, ...noCredentials } = cli.env;

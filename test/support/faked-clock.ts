@@ -1,0 +1,16 @@
+import { existsSync } from 'node:fs';
+
+/** libfaketime as Debian installs it (`apt-get install faketime`; CI installs it). */
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
+/** Whether a process can be started with a clock of its own here. */
+export const canFakeClock = existsSync(LIBFAKETIME);
+
+/**
+ * The environment that starts a process with its clock `offset` off the machine's (libfaketime's
+ * relative form: "-1d", "+2h"), its own only: the database server keeps the real one. For tests
+ * of telesync on a machine whose clock is not the database's.
+ */
+export function fakedClockEnv(offset: string): Record<string, string> {
+  return { LD_PRELOAD: LIBFAKETIME, FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1' };
+}

@@ -25,8 +25,8 @@ export interface WorkerLoopOptions {
 
 /**
  * Takes jobs while there is room, up to `concurrency` (and `fairShare`) in hand, and waits `pollMs`
- * when there is none or the queue cannot be reached (a lost database connection: pg-boss reconnects, and so do
- * the loop's next polls). Returns once drained.
+ * when there is none or the queue cannot be reached (a lost database connection: pg-boss
+ * reconnects, and so do the loop's next polls). Returns once drained.
  */
 export async function runWorkerLoop(options: WorkerLoopOptions): Promise<void> {
   const inHand = new Set<Promise<void>>();

@@ -37,6 +37,15 @@ const target = harnessTarget();
 describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
   const url = target.kind === 'postgres' ? target.url : '';
 
+  /** A test database of its own with the job schema installed (dropped after the test). */
+  async function openJobSchema(): Promise<{ test: TestDatabase; jobSchema: string }> {
+    const test = await createTestDatabase();
+    opened.push(test);
+    const jobSchema = jobSchemaName(test.database.schema);
+    await installJobSchema({ connectionString: url, schema: jobSchema, onError: () => undefined });
+    return { test, jobSchema };
+  }
+
   async function openQueue(
     test: Pick<TestDatabase, 'database'>,
     options: { connectionString?: string; supervise?: boolean } = {},
@@ -55,13 +64,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
   }
 
   it('four processes creating the queues of the same twenty accounts at once: no deadlock, every job kept', async () => {
-    const test = await createTestDatabase();
-    opened.push(test);
-    await installJobSchema({
-      connectionString: url,
-      schema: jobSchemaName(test.database.schema),
-      onError: () => undefined,
-    });
+    const { test, jobSchema } = await openJobSchema();
     const accounts = Array.from(
       { length: 20 },
       (_, index) => `MAQUEUE${String(index).padStart(2, '0')}`,
@@ -72,7 +75,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
     await enqueueEachAccountFromEach(queues, accounts, 5, 'trunk_calls');
     const counts = await findJobStateCounts(
       test.database.root,
-      jobSchemaName(test.database.schema),
+      jobSchema,
       accounts.map(accountQueueName),
     );
     expect(counts.map((row) => [row.queue, row.state, row.count]).sort()).toEqual(
@@ -125,10 +128,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
   }, 120_000);
 
   it('counts as work a job due now or active, not a retry still in its backoff', async () => {
-    const test = await createTestDatabase();
-    opened.push(test);
-    const jobSchema = jobSchemaName(test.database.schema);
-    await installJobSchema({ connectionString: url, schema: jobSchema, onError: () => undefined });
+    const { test, jobSchema } = await openJobSchema();
     const accounts = ['MADUE0', 'MADUE1', 'MADUE2', 'MAIDLE3'];
     const queue = await openQueue(test);
     try {
@@ -160,10 +160,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
   }, 60_000);
 
   it('two workers share ten accounts five and five, though each could hold all ten', async () => {
-    const test = await createTestDatabase();
-    opened.push(test);
-    const jobSchema = jobSchemaName(test.database.schema);
-    await installJobSchema({ connectionString: url, schema: jobSchema, onError: () => undefined });
+    const { test, jobSchema } = await openJobSchema();
     const accounts = Array.from({ length: 10 }, (_, index) => `MASHARE${index}`);
     const queues = [await openQueue(test), await openQueue(test)];
     await queues[0]!.enqueue(

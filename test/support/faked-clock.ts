@@ -14,3 +14,12 @@ export const canFakeClock = existsSync(LIBFAKETIME);
 export function fakedClockEnv(offset: string): Record<string, string> {
   return { LD_PRELOAD: LIBFAKETIME, FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1' };
 }
+
+/**
+ * The faked clock this process runs under, if any (`faketime … npx vitest`), for the processes it
+ * starts: the suite can then be run as at a given moment (README, "Tests").
+ */
+export function inheritedFakedClock(): Record<string, string> {
+  const { FAKETIME, LD_PRELOAD } = process.env;
+  return FAKETIME === undefined ? {} : { FAKETIME, LD_PRELOAD: LD_PRELOAD ?? '' };
+}

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { inheritedFakedClock } from './faked-clock.js';
 import { waitFor } from './telesync-process.js';
 
 export const TELESYNC_BIN = resolve(import.meta.dirname, '../../bin/telesync.js');
@@ -31,15 +32,8 @@ export interface TelesyncProcess {
 /**
  * Starts the real `telesync` command as a child process, in an empty working directory (so no
  * developer's `.env` leaks in) and with only the environment given plus PATH/HOME, without waiting
- * for it to end. A faked clock is passed on (libfaketime's FAKETIME and LD_PRELOAD), so the suite
- * can be run as at a given moment: `faketime -f "-${seconds}s" npx vitest run ...` puts the tests
- * and every telesync they start just after a UTC midnight (README, "Tests").
+ * for it to end. A faked clock the suite runs under is passed on (inheritedFakedClock).
  */
-function fakedClock(): Record<string, string> {
-  const { FAKETIME, LD_PRELOAD } = process.env;
-  return FAKETIME === undefined ? {} : { FAKETIME, LD_PRELOAD: LD_PRELOAD ?? '' };
-}
-
 export function startTelesync(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
@@ -47,7 +41,12 @@ export function startTelesync(
 ): TelesyncProcess {
   const child = spawn(process.execPath, [TELESYNC_BIN, ...args], {
     cwd: options.cwd ?? mkdtempSync(join(tmpdir(), 'telesync-cwd-')),
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...fakedClock(), ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      ...inheritedFakedClock(),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

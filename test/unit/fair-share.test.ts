@@ -70,21 +70,32 @@ function heldJobs(accounts: number) {
 const log = createLogger({ level: 'silent', secrets: [], pretty: false });
 const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
 
+/** A worker loop over ten held jobs; `stop` ends it and releases every job it took. */
+function startLoop(concurrency: number, fairShare: () => Promise<number>) {
+  const jobs = heldJobs(10);
+  const abort = new AbortController();
+  const loop = runWorkerLoop({
+    queue: jobs.queue,
+    accountIds: [],
+    concurrency,
+    fairShare,
+    pollMs: 5,
+    handle: jobs.handle,
+    signal: abort.signal,
+    log,
+  });
+  const stop = async () => {
+    abort.abort();
+    for (const release of jobs.releases) release();
+    await loop;
+  };
+  return { jobs, stop };
+}
+
 describe('runWorkerLoop with a fair share', () => {
   it('holds no more jobs than its share, takes one even at a share of none, and more as it grows', async () => {
-    const jobs = heldJobs(10);
     let share = 0;
-    const stop = new AbortController();
-    const loop = runWorkerLoop({
-      queue: jobs.queue,
-      accountIds: [],
-      concurrency: 8,
-      fairShare: () => Promise.resolve(share),
-      pollMs: 5,
-      handle: jobs.handle,
-      signal: stop.signal,
-      log,
-    });
+    const { jobs, stop } = startLoop(8, () => Promise.resolve(share));
     await settle();
     expect(jobs.inHand.size).toBe(1);
     share = 3;
@@ -99,28 +110,15 @@ describe('runWorkerLoop with a fair share', () => {
     share = 50;
     await settle();
     expect(jobs.inHand.size).toBe(8);
-    stop.abort();
-    for (const release of jobs.releases) release();
-    await loop;
+    await stop();
   });
 
   it('takes up to its concurrency when the share cannot be read', async () => {
-    const jobs = heldJobs(10);
-    const stop = new AbortController();
-    const loop = runWorkerLoop({
-      queue: jobs.queue,
-      accountIds: [],
-      concurrency: 4,
-      fairShare: () => Promise.reject(new Error('the database did not answer')),
-      pollMs: 5,
-      handle: jobs.handle,
-      signal: stop.signal,
-      log,
-    });
+    const { jobs, stop } = startLoop(4, () =>
+      Promise.reject(new Error('the database did not answer')),
+    );
     await settle();
     expect(jobs.inHand.size).toBe(4);
-    stop.abort();
-    for (const release of jobs.releases) release();
-    await loop;
+    await stop();
   });
 });

@@ -123,7 +123,9 @@ export async function findLiveWorkers(
 /**
  * How many of `queues` have work (a job due now, or active: a retry still in its backoff does not
  * count, so an account whose credentials fail takes no worker's share), and how many workers
- * reported in the last `withinSeconds`: what a worker's fair share of the accounts is made of.
+ * reported in the last `withinSeconds`: what a worker's fair share of the accounts is made of. One
+ * statement, asked about once a second by every worker: the worker installed the job schema and
+ * created its workers table before it asks (a failure falls back to its concurrency).
  */
 export async function findWorkToShare(
   root: Kysely<unknown>,
@@ -131,19 +133,16 @@ export async function findWorkToShare(
   queues: readonly string[],
   withinSeconds: number,
 ): Promise<{ accountsWithWork: number; liveWorkers: number }> {
-  if (queues.length === 0 || !(await tableExists(root, jobSchema, 'job')))
-    return { accountsWithWork: 0, liveWorkers: 0 };
-  const workers = (await tableExists(root, jobSchema, 'telesync_workers'))
-    ? sql`(SELECT count(*)::int FROM ${sql.id(jobSchema, 'telesync_workers')}
-          WHERE heartbeat_at > now() - make_interval(secs => ${withinSeconds}))`
-    : sql`0`;
+  if (queues.length === 0) return { accountsWithWork: 0, liveWorkers: 0 };
   const result = await sql<{ accounts_with_work: number; live_workers: number }>`
     SELECT
       (SELECT count(DISTINCT name)::int FROM ${sql.id(jobSchema, 'job')}
         WHERE name IN (${sql.join(queues)})
           AND (state = 'active' OR (state IN ('created', 'retry') AND start_after <= now())))
         AS accounts_with_work,
-      ${workers} AS live_workers`.execute(root);
+      (SELECT count(*)::int FROM ${sql.id(jobSchema, 'telesync_workers')}
+        WHERE heartbeat_at > now() - make_interval(secs => ${withinSeconds}))
+        AS live_workers`.execute(root);
   const row = result.rows[0];
   return { accountsWithWork: row?.accounts_with_work ?? 0, liveWorkers: row?.live_workers ?? 0 };
 }

@@ -149,9 +149,16 @@ export class BatchLoader {
   /** Buffers rows and rejects; starts a lane's batch in the background when it has enough rows. */
   async add(rows: readonly LoadRow[], rejects: readonly RejectedRecord[]): Promise<void> {
     this.#throwIfFailed();
-    for (const row of rows) {
-      const key = rowKey(row, this.spec.key);
-      this.#laneOf(key).rows.add(row, key);
+    if (this.#lanes.length === 1) {
+      // Every row goes to the one lane: hashing its key was a quarter of this method's CPU in a
+      // profile of fifty accounts side by side (each of them loads on one lane).
+      const only = this.#lanes[0]!.rows;
+      for (const row of rows) only.add(row);
+    } else {
+      for (const row of rows) {
+        const key = rowKey(row, this.spec.key);
+        this.#laneOf(key).rows.add(row, key);
+      }
     }
     // Rejects all go to lane 0: the quarantine is keyed by payload, and one lane never races itself.
     const first = this.#lanes[0]!;

@@ -1,5 +1,5 @@
 import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
-import type { Database } from '../db/connect.js';
+import { pingDatabase, type Database } from '../db/connect.js';
 import { findWatermarks } from '../db/repositories/health-repository.js';
 import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import { ConfigError } from '../config/config-errors.js';
@@ -53,14 +53,22 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
   const { config, accounts, database, log, streams } = input;
   const accountIds = accounts.map((account) => account.authId);
   const { alarmDays } = config.horizonAlarm;
+  // Runs are timed by the database's clock (sync_runs) and workers may run on machines whose
+  // clocks disagree: what is served is aged on the database's clock, read when it is served.
+  const databaseNow = () =>
+    withTimeout(
+      pingDatabase(database),
+      HEALTH_DATABASE_TIMEOUT_MS,
+      "the query of the database's clock",
+    );
   // The ledger only (no scan of trunk_calls): cheap enough for every scrape and probe.
   const readHorizonUnread = async () =>
     horizonUnread(
-      await readCoverage(database.db, accountIds, Date.now(), { storedRows: false }),
+      await readCoverage(database.db, accountIds, await databaseNow(), { storedRows: false }),
       alarmDays,
     );
   const metrics = new SchedulerMetrics({
-    now: () => Date.now(),
+    now: databaseNow,
     processMetrics: input.processMetrics,
     readWatermarks: () =>
       withTimeout(
@@ -111,7 +119,7 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
         }),
       ),
       createMetricsRoute(() => metrics.render()),
-      createStatusPageRoute(() =>
+      createStatusPageRoute(async () =>
         readStatusPage(
           {
             db: database.db,
@@ -123,7 +131,7 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
             horizonAlarmDays: alarmDays,
             version: TELESYNC_VERSION,
           },
-          Date.now(),
+          await databaseNow(),
         ),
       ),
       ...(streamCallbacks.on ? streamCallbacks.routes : []),

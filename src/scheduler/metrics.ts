@@ -17,8 +17,11 @@ const MISSED_REASONS: readonly MissedTickReason[] = ['overlap', 'missed'];
 export interface SchedulerMetricsOptions {
   /** Reads the watermarks on each scrape of /metrics; without it the lag gauge stays empty. */
   readonly readWatermarks?: () => Promise<readonly WatermarkRow[]>;
-  /** The clock, epoch milliseconds. */
-  readonly now: () => number;
+  /**
+   * The clock the lag is measured on, epoch milliseconds: the database's in a served process (read
+   * on each scrape, so workers on machines whose clocks disagree report the same lag).
+   */
+  readonly now: () => number | Promise<number>;
   /** Node's process metrics (CPU, memory, event loop) on the same registry; default true. */
   readonly processMetrics?: boolean;
   /**
@@ -144,7 +147,7 @@ export class SchedulerMetrics {
         // Rows that disappeared (an account removed) must not linger with their last value.
         lag.reset();
         try {
-          for (const row of watermarkLags(await readWatermarks(), now()))
+          for (const row of watermarkLags(await readWatermarks(), await now()))
             lag.set({ stream: row.stream, account: row.accountId }, row.seconds);
         } catch (error) {
           onCollectError?.(coerceError(error));

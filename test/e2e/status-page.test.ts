@@ -8,6 +8,8 @@ import { STREAM_NAMES } from '../../src/domain/streams.js';
 import type { HealthReport } from '../../src/scheduler/health.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { useCliFixture } from '../support/cli-fixture.js';
+import { canFakeClock, fakedClockEnv } from '../support/faked-clock.js';
+import { harnessTarget } from '../support/test-database.js';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
 import { freePort } from '../support/telesync-process.js';
@@ -55,10 +57,20 @@ if (browserMissing && process.env.CI === undefined)
     `status-page.test.ts: ${CHROMIUM} not found, browser test skipped (apt-get install -y chromium)`,
   );
 
-async function startScheduler(port: number): Promise<TelesyncProcess> {
-  const scheduler = startTelesync(['schedule'], cli.envWith({ TELESYNC_HTTP_PORT: String(port) }), {
-    timeoutMs: 120_000,
-  });
+function startScheduler(port: number): Promise<TelesyncProcess> {
+  return startSchedulerWith(port, {});
+}
+
+/** `telesync schedule` serving on `port`, with `env` added to the fixture's. */
+async function startSchedulerWith(
+  port: number,
+  env: Readonly<Record<string, string>>,
+): Promise<TelesyncProcess> {
+  const scheduler = startTelesync(
+    ['schedule'],
+    cli.envWith({ TELESYNC_HTTP_PORT: String(port), ...env }),
+    { timeoutMs: 120_000 },
+  );
   processes.push(scheduler);
   await scheduler.waitForStdout(/^Metrics: /m, 30_000);
   return scheduler;
@@ -229,6 +241,33 @@ describe('the status page of telesync schedule, in a headless browser', () => {
         { url: `${origin}/`, type: 'document' },
         { url: `${origin}/`, type: 'document' },
       ]);
+      await stopScheduler(scheduler);
+    },
+  );
+
+  // Only a server has a clock of its own: the embedded database reads the process's (faked) one.
+  it.skipIf(!canFakeClock || harnessTarget().kind !== 'postgres')(
+    "ages what it serves on the database's clock, on a machine whose clock is a day ahead of it",
+    async () => {
+      const sync = await runTelesync(['sync', 'trunk_calls'], cli.env);
+      expect(sync.code, sync.stderr).toBe(0);
+      const port = await freePort();
+      const origin = `http://127.0.0.1:${port}`;
+      const scheduler = await startSchedulerWith(port, fakedClockEnv('+1d'));
+
+      // The page's own time is the real one, and the watermark (minutes behind the sync just run)
+      // lags by minutes, not by a day and minutes.
+      const html = await (await fetch(`${origin}/`)).text();
+      const generated = /Generated <time datetime="([^"]+)">/.exec(html);
+      expect(generated, html).not.toBeNull();
+      expect(Math.abs(Date.parse(generated![1]!) - Date.now())).toBeLessThan(60_000);
+      const metrics = parsePrometheusText(await (await fetch(`${origin}/metrics`)).text());
+      const lag = sumOf(metrics, 'telesync_watermark_lag_seconds', {
+        stream: 'trunk_calls',
+        account: ACCOUNT.authId,
+      });
+      expect(lag).toBeGreaterThan(0);
+      expect(lag).toBeLessThan(3_600);
       await stopScheduler(scheduler);
     },
   );

@@ -126,6 +126,7 @@ export async function openWorkerApp(
   const jobSchema = jobSchemaName(config.database.schema);
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   let inHand = 0;
+  const accountQueues = accountIds.map(accountQueueName);
   const heartbeat = (): Promise<void> =>
     upsertWorkerHeartbeat(database.root, jobSchema, {
       worker_id: workerId,
@@ -133,6 +134,7 @@ export async function openWorkerApp(
       pid: process.pid,
       concurrency,
       in_hand: inHand,
+      queues: accountQueues,
     }).catch((error: unknown) =>
       log.warn({ err: error }, `worker heartbeat not recorded: ${describeError(error)}`),
     );
@@ -141,7 +143,6 @@ export async function openWorkerApp(
   const heartbeatTimer = setInterval(() => void heartbeat(), WORKER_HEARTBEAT_MS);
   heartbeatTimer.unref();
 
-  const accountQueues = accountIds.map(accountQueueName);
   const fairShare = new FairShare(
     () => findWorkToShare(database.root, jobSchema, accountQueues, WORKER_LIVE_SECONDS),
     { cacheMs: 1_000, now: () => Date.now() },

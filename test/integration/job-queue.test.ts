@@ -150,6 +150,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
         pid: 1,
         concurrency: 4,
         in_hand: 1,
+        queues: accounts.map(accountQueueName),
       });
       expect(
         await findWorkToShare(test.database.root, jobSchema, accounts.map(accountQueueName), 30),
@@ -180,6 +181,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
         pid: index,
         concurrency: 10,
         in_hand: 0,
+        queues: accounts.map(accountQueueName),
       });
     const startWorker = (index: number) => {
       const share = new FairShare(
@@ -213,6 +215,66 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
       for (const release of releases) release();
       await Promise.all(loops);
       await Promise.all(queues.map((queue) => queue.stop()));
+    }
+  }, 60_000);
+
+  it('a workers table from before workers reported their queues gains the column', async () => {
+    const { test, jobSchema } = await openJobSchema();
+    const table = sql.id(jobSchema, 'telesync_workers');
+    await sql`DROP TABLE IF EXISTS ${table}`.execute(test.database.root);
+    await sql`CREATE TABLE ${table} (worker_id text PRIMARY KEY, host text NOT NULL,
+        pid integer NOT NULL, concurrency integer NOT NULL, in_hand integer NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        heartbeat_at timestamptz NOT NULL DEFAULT now())`.execute(test.database.root);
+    await sql`INSERT INTO ${table} (worker_id, host, pid, concurrency, in_hand)
+        VALUES ('older-version', 'test', 2, 8, 0)`.execute(test.database.root);
+    await createWorkersTable(test.database.root, jobSchema);
+    await createWorkersTable(test.database.root, jobSchema);
+    const { rows } = await sql<{ worker_id: string; queues: string[] }>`
+        SELECT worker_id, queues FROM ${table}`.execute(test.database.root);
+    expect(rows).toEqual([{ worker_id: 'older-version', queues: [] }]);
+  }, 60_000);
+
+  it('workers share only the accounts they have in common', async () => {
+    const { test, jobSchema } = await openJobSchema();
+    const accounts = Array.from({ length: 8 }, (_, index) => `MAOWN${index}`);
+    const queue = await openQueue(test);
+    try {
+      await queue.enqueue(
+        accounts.map((accountId) => ({ kind: 'sync' as const, accountId, stream: 'endpoints' })),
+      );
+      await createWorkersTable(test.database.root, jobSchema);
+      const heartbeat = (workerId: string, served: readonly string[]) =>
+        upsertWorkerHeartbeat(test.database.root, jobSchema, {
+          worker_id: workerId,
+          host: 'test',
+          pid: 1,
+          concurrency: 8,
+          in_hand: 0,
+          queues: served.map(accountQueueName),
+        });
+      const shareOf = (served: readonly string[]) =>
+        findWorkToShare(test.database.root, jobSchema, served.map(accountQueueName), 30);
+      // One worker per half of the accounts (each machine configured with its own): neither can
+      // help the other, so each takes all four of its own.
+      const [first, second] = [accounts.slice(0, 4), accounts.slice(4)];
+      await heartbeat('first-half', first);
+      await heartbeat('second-half', second);
+      expect(await shareOf(first)).toEqual({ accountsWithWork: 4, liveWorkers: 1 });
+      expect(await shareOf(second)).toEqual({ accountsWithWork: 4, liveWorkers: 1 });
+      // A worker that serves every account shares with both; one from before workers reported
+      // their queues counts as serving any.
+      await heartbeat('every-account', accounts);
+      await sql`INSERT INTO ${sql.id(jobSchema, 'telesync_workers')}
+          (worker_id, host, pid, concurrency, in_hand)
+        VALUES ('older-version', 'test', 2, 8, 0)`.execute(test.database.root);
+      expect(await shareOf(first)).toEqual({ accountsWithWork: 4, liveWorkers: 3 });
+      expect(await shareOf(accounts)).toEqual({ accountsWithWork: 8, liveWorkers: 4 });
+      // A worker whose accounts have no work is not counted by those whose accounts have some.
+      await heartbeat('idle-accounts', ['MAOWNIDLE']);
+      expect(await shareOf(accounts)).toEqual({ accountsWithWork: 8, liveWorkers: 4 });
+    } finally {
+      await queue.stop();
     }
   }, 60_000);
 });

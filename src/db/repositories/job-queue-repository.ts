@@ -75,21 +75,45 @@ export async function createWorkersTable(root: Kysely<unknown>, jobSchema: strin
       concurrency integer NOT NULL,
       in_hand integer NOT NULL,
       started_at timestamptz NOT NULL DEFAULT now(),
-      heartbeat_at timestamptz NOT NULL DEFAULT now()
+      heartbeat_at timestamptz NOT NULL DEFAULT now(),
+      queues text[] NOT NULL DEFAULT '{}'
     )`.execute(root);
+  // Tables made before workers reported their queues (rows of such workers keep '{}': any queue).
+  // Checked first: ALTER TABLE locks the table, which every worker's heartbeat writes, even when
+  // there is nothing to add.
+  const { rows } = await sql<{ missing: boolean }>`
+    SELECT NOT EXISTS (
+      SELECT 1 FROM information_schema.columns
+      WHERE table_schema = ${jobSchema} AND table_name = 'telesync_workers'
+        AND column_name = 'queues') AS missing`.execute(root);
+  if (rows[0]?.missing === true) {
+    await sql`
+      ALTER TABLE ${sql.id(jobSchema, 'telesync_workers')}
+        ADD COLUMN IF NOT EXISTS queues text[] NOT NULL DEFAULT '{}'`.execute(root);
+  }
+}
+
+/** A worker's heartbeat: its row, and the queues (accounts) it takes jobs from. */
+export interface WorkerHeartbeat extends Pick<
+  WorkerRow,
+  'worker_id' | 'host' | 'pid' | 'concurrency' | 'in_hand'
+> {
+  readonly queues: readonly string[];
 }
 
 /** Records a worker's heartbeat (and creates its row on the first). */
 export async function upsertWorkerHeartbeat(
   root: Kysely<unknown>,
   jobSchema: string,
-  worker: Pick<WorkerRow, 'worker_id' | 'host' | 'pid' | 'concurrency' | 'in_hand'>,
+  worker: WorkerHeartbeat,
 ): Promise<void> {
   await sql`
-    INSERT INTO ${sql.id(jobSchema, 'telesync_workers')} (worker_id, host, pid, concurrency, in_hand)
-    VALUES (${worker.worker_id}, ${worker.host}, ${worker.pid}, ${worker.concurrency}, ${worker.in_hand})
+    INSERT INTO ${sql.id(jobSchema, 'telesync_workers')}
+      (worker_id, host, pid, concurrency, in_hand, queues)
+    VALUES (${worker.worker_id}, ${worker.host}, ${worker.pid}, ${worker.concurrency},
+      ${worker.in_hand}, ${[...worker.queues]}::text[])
     ON CONFLICT (worker_id) DO UPDATE
-      SET in_hand = excluded.in_hand, heartbeat_at = now()`.execute(root);
+      SET in_hand = excluded.in_hand, queues = excluded.queues, heartbeat_at = now()`.execute(root);
 }
 
 /** Removes a worker that stopped; rows of killed workers are removed after a day. */
@@ -122,10 +146,14 @@ export async function findLiveWorkers(
 
 /**
  * How many of `queues` have work (a job due now, or active: a retry still in its backoff does not
- * count, so an account whose credentials fail takes no worker's share), and how many workers
- * reported in the last `withinSeconds`: what a worker's fair share of the accounts is made of. One
- * statement, asked about once a second by every worker: the worker installed the job schema and
- * created its workers table before it asks (a failure falls back to its concurrency).
+ * count, so an account whose credentials fail takes no worker's share), and how many workers that
+ * could take that work reported in the last `withinSeconds` (those that take jobs from one of
+ * those queues; a worker that reported no queues, from before workers did, counts as taking any):
+ * what a worker's fair share of the accounts is made of. Workers configured with different
+ * accounts thus share only what they have in common: a worker whose accounts no other serves
+ * takes them all. One statement, asked about once a second by every worker: the worker installed
+ * the job schema and created its workers table before it asks (a failure falls back to its
+ * concurrency).
  */
 export async function findWorkToShare(
   root: Kysely<unknown>,
@@ -135,13 +163,15 @@ export async function findWorkToShare(
 ): Promise<{ accountsWithWork: number; liveWorkers: number }> {
   if (queues.length === 0) return { accountsWithWork: 0, liveWorkers: 0 };
   const result = await sql<{ accounts_with_work: number; live_workers: number }>`
+    WITH with_work AS (
+      SELECT DISTINCT name FROM ${sql.id(jobSchema, 'job')}
+      WHERE name IN (${sql.join(queues)})
+        AND (state = 'active' OR (state IN ('created', 'retry') AND start_after <= now())))
     SELECT
-      (SELECT count(DISTINCT name)::int FROM ${sql.id(jobSchema, 'job')}
-        WHERE name IN (${sql.join(queues)})
-          AND (state = 'active' OR (state IN ('created', 'retry') AND start_after <= now())))
-        AS accounts_with_work,
+      (SELECT count(*)::int FROM with_work) AS accounts_with_work,
       (SELECT count(*)::int FROM ${sql.id(jobSchema, 'telesync_workers')}
-        WHERE heartbeat_at > now() - make_interval(secs => ${withinSeconds}))
+        WHERE heartbeat_at > now() - make_interval(secs => ${withinSeconds})
+          AND (queues = '{}' OR queues && ARRAY(SELECT name FROM with_work)))
         AS live_workers`.execute(root);
   const row = result.rows[0];
   return { accountsWithWork: row?.accounts_with_work ?? 0, liveWorkers: row?.live_workers ?? 0 };

@@ -49,7 +49,7 @@ export function createHealthCheck(options: HealthCheckOptions): () => Promise<He
       const databaseNowMs = await withTimeout(
         pingDatabase(options.database),
         timeoutMs,
-        'SELECT 1',
+        "the query of the database's clock",
       );
       const answered = options.now();
       // An offset within the round trip cannot be told from none.

@@ -101,7 +101,11 @@ export interface WorkerHeartbeat extends Pick<
   readonly queues: readonly string[];
 }
 
-/** Records a worker's heartbeat (and creates its row on the first). */
+/**
+ * Records a worker's heartbeat (and creates its row on the first). A worker's queues are its
+ * configuration, the same for its whole life (its id is new each start): written with the row,
+ * not rewritten by every heartbeat (a thousand accounts' names are kilobytes).
+ */
 export async function upsertWorkerHeartbeat(
   root: Kysely<unknown>,
   jobSchema: string,
@@ -113,7 +117,7 @@ export async function upsertWorkerHeartbeat(
     VALUES (${worker.worker_id}, ${worker.host}, ${worker.pid}, ${worker.concurrency},
       ${worker.in_hand}, ${[...worker.queues]}::text[])
     ON CONFLICT (worker_id) DO UPDATE
-      SET in_hand = excluded.in_hand, queues = excluded.queues, heartbeat_at = now()`.execute(root);
+      SET in_hand = excluded.in_hand, heartbeat_at = now()`.execute(root);
 }
 
 /** Removes a worker that stopped; rows of killed workers are removed after a day. */

@@ -72,6 +72,11 @@ function isWhitespace(byte: number): boolean {
 class ByteWalker {
   constructor(private readonly bytes: Uint8Array) {}
 
+  /** The bytes walked. */
+  get body(): Uint8Array {
+    return this.bytes;
+  }
+
   get length(): number {
     return this.bytes.length;
   }
@@ -304,13 +309,64 @@ export function parseListBody(body: Uint8Array): ReceivedList {
   const apiIdValue =
     apiIdSpan === undefined ? undefined : parseSlice(walker, apiIdSpan[0], apiIdSpan[1]);
   const apiId = typeof apiIdValue === 'string' ? apiIdValue : undefined;
-  return {
-    apiId,
-    meta,
-    records:
-      wholeBodyRecords(body, spans) ??
-      spans.map((span) => readRecord(walker, span.start, span.end, span.keys, span.depth)),
-  };
+  return new ListBody(apiId, meta, walker, spans);
+}
+
+/**
+ * A list response whose envelope is read and whose structure is checked (a truncated body is
+ * retried by the transport), but whose records are decoded and parsed only when first asked for.
+ * A page may wait between the two, for its turn behind the pages before it and behind a loader
+ * with no room, longer than V8's young generation keeps objects: parsed on arrival, its records
+ * outlived two scavenges, were copied to the old generation and died there, the largest part of a
+ * fifty-account backfill's garbage collection (docs/scaling-history.md, stop 30). The body's bytes
+ * wait instead, outside the JavaScript heap.
+ */
+class ListBody implements ReceivedList {
+  #records: readonly ReceivedRecord[] | undefined;
+  #walker: ByteWalker | undefined;
+  #spans: readonly RecordSpan[] | undefined;
+
+  constructor(
+    readonly apiId: string | undefined,
+    readonly meta: ListMetaWire,
+    walker: ByteWalker,
+    spans: readonly RecordSpan[],
+  ) {
+    this.#walker = walker;
+    this.#spans = spans;
+  }
+
+  get records(): readonly ReceivedRecord[] {
+    if (this.#records === undefined) {
+      const walker = this.#walker;
+      const spans = this.#spans;
+      if (walker === undefined || spans === undefined) throw new Error(TAKEN);
+      this.#records =
+        wholeBodyRecords(walker.body, spans) ??
+        spans.map((span) => readRecord(walker, span.start, span.end, span.keys, span.depth));
+      this.#walker = undefined;
+      this.#spans = undefined;
+    }
+    return this.#records;
+  }
+
+  /** The records, after which this list holds none of them (see takeRecords). */
+  take(): readonly ReceivedRecord[] {
+    const records = this.records;
+    this.#records = undefined;
+    return records;
+  }
+}
+
+const TAKEN = "a page's records were asked for after takeRecords took them";
+
+/**
+ * The records of a list, leaving the list without them when it read them lazily (parseListBody):
+ * for a reader that lets go of a page's records while the page itself is still referenced (by
+ * the pager that yielded it, suspended until the next page is asked for).
+ */
+export function takeRecords(list: ReceivedList): readonly ReceivedRecord[] {
+  return list instanceof ListBody ? list.take() : list.records;
 }
 
 /** Where one element of `objects` lies, and how many keys its top level writes. */

@@ -146,8 +146,21 @@ export class BatchLoader {
     this.#unitDelayMs = batching.unitDelayMs ?? 0;
   }
 
-  /** Buffers rows and rejects; starts a lane's batch in the background when it has enough rows. */
+  /**
+   * Buffers rows and rejects, then waits while the loader (or the process's gate) has no room for
+   * more. `buffer` and `room` apart, for a caller that must hold nothing while it waits.
+   */
   async add(rows: readonly LoadRow[], rejects: readonly RejectedRecord[]): Promise<void> {
+    this.buffer(rows, rejects);
+    await this.room();
+  }
+
+  /**
+   * Buffers rows and rejects (the rows encoded for the loader at once: the row objects are not
+   * kept), and starts a lane's batch in the background when it has enough rows. Throws a failure
+   * of an earlier batch.
+   */
+  buffer(rows: readonly LoadRow[], rejects: readonly RejectedRecord[]): void {
     this.#throwIfFailed();
     if (this.#lanes.length === 1) {
       // Every row goes to the one lane: hashing its key was a quarter of this method's CPU in a
@@ -172,6 +185,14 @@ export class BatchLoader {
         if (lane.rows.length >= this.#batchSize) void this.#enqueue(lane, undefined);
       }
     }
+  }
+
+  /**
+   * Resolves once this loader has at most two batches per lane queued and the process's gate has
+   * room: what a reader waits for before it fetches more. Throws a failure of an earlier batch.
+   */
+  async room(): Promise<void> {
+    this.#throwIfFailed();
     const gate = this.target.loadGate;
     for (;;) {
       if (this.#queuedRows() > this.#maxPendingRows) {

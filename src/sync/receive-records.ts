@@ -22,6 +22,25 @@ export async function receiveRecords(
   loader: BatchLoader,
   identities?: Set<string>,
 ): Promise<NormalizedRecords<LoadRow>> {
+  const normalized = bufferRecords(context, records, normalize, loader, identities);
+  await loader.room();
+  return normalized;
+}
+
+/**
+ * receiveRecords without the wait for the loader's room: the caller awaits `loader.room()` itself.
+ * For the hot path of a backfill, whose pages must not be held while the loader makes room: V8
+ * keeps an async function's parameters and locals across an await whether or not they are used
+ * after it, so a page's parsed records held through the wait outlived two scavenges and were
+ * copied to the old generation, to die there (docs/scaling-history.md, stop 30).
+ */
+export function bufferRecords(
+  context: RunContext,
+  records: readonly ReceivedRecord[],
+  normalize: Normalizer<LoadRow>,
+  loader: BatchLoader,
+  identities?: Set<string>,
+): NormalizedRecords<LoadRow> {
   context.stats.recordsFetched += records.length;
   const normalized = normalizeRecords(
     records,
@@ -29,6 +48,6 @@ export async function receiveRecords(
     { accountId: context.accountId },
     identities,
   );
-  await loader.add(normalized.rows, normalized.rejects);
+  loader.buffer(normalized.rows, normalized.rejects);
   return normalized;
 }

@@ -5,6 +5,7 @@ import {
   parseListOrRecordBody,
   parseRecordBody,
   RECORD_MAX_DEPTH,
+  takeRecords,
 } from '../../src/api/received-json.js';
 
 const bytes = (...parts: (string | number[])[]) =>
@@ -17,6 +18,27 @@ const META =
   '"meta":{"limit":20,"offset":0,"next":"/v1/Account/A/Endpoint/?limit=20&offset=20","previous":null,"total_count":41}';
 
 describe('parseListBody', () => {
+  it('checks the envelope at once and reads the records when asked; takeRecords leaves none behind', () => {
+    // A truncated body fails when it arrives (the transport retries it), records or not.
+    expect(() => parseListBody(bytes(`{${META},"objects":[{"a":1},{"a":`))).toThrow(
+      MalformedBodyError,
+    );
+    const body = bytes(`{${META},"objects":[{"a":1},{"a":2}]}`);
+    const list = parseListBody(body);
+    // Read once, then the same records on every ask.
+    expect(list.records.map((record) => record.value)).toEqual([{ a: 1 }, { a: 2 }]);
+    expect(list.records).toBe(list.records);
+
+    const taken = parseListBody(body);
+    expect(takeRecords(taken).map((record) => record.value)).toEqual([{ a: 1 }, { a: 2 }]);
+    // The list keeps its envelope, and nothing of its records: asking again is a mistake, said so.
+    expect(taken.meta.total_count).toBe(41);
+    expect(() => taken.records).toThrow(/after takeRecords took them/);
+    // A list read eagerly (a single record as a list, assumption A9) gives its records as they are.
+    const single = parseListOrRecordBody(bytes('{"phone_number":"14155550100"}'));
+    expect(takeRecords(single)).toBe(single.records);
+  });
+
   it('keeps each record exactly as received, whatever the spacing and key order', () => {
     const first = '{ "id" : "a,b]}" , "n":1 }';
     const second = '{"id":"\\"quoted\\" \\\\ back","nested":{"x":[1,{"y":"}"}]}}';

@@ -1,10 +1,11 @@
+import { takeRecords, type ReceivedRecord } from '../../api/received-json.js';
 import { TRUNK_PAGE_LIMIT_MAX } from '../../api/trunk-call-query.js';
 import type { LoadRow } from '../../db/data-loader.js';
 import type { BatchLoader } from '../../load/batch-loader.js';
 import type { Normalizer } from '../../normalize/normalize-records.js';
 import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
 import { formatIsoMicros } from '../../util/micros.js';
-import { receiveRecords } from '../receive-records.js';
+import { bufferRecords } from '../receive-records.js';
 import { pagingOptions, type RunContext } from '../run-context.js';
 import type { TimeWindow } from '../window-planner.js';
 
@@ -58,29 +59,14 @@ export async function readTrunkCallWindow(
   const seen = new Set<string>();
   const totals = new Set<number>();
   let total: number | undefined;
-  const inWindow = normalizeWithinWindow(window);
-  const beyondLimit = rejectBeyondLimit(TRUNK_PAGE_LIMIT_MAX);
   let outside = 0;
   for await (const page of pages) {
     total ??= page.meta.total_count;
     totals.add(page.meta.total_count);
-    // A page holds at most the limit asked for; what comes past it was not asked for and is not
-    // part of the window's count.
-    const asked = page.records.slice(0, TRUNK_PAGE_LIMIT_MAX);
-    const extra = page.records.slice(TRUNK_PAGE_LIMIT_MAX);
-    const { rejects } = await receiveRecords(context, asked, inWindow, loader, seen);
-    outside += rejects.filter((reject) => reject.reason.startsWith(OUTSIDE_WINDOW)).length;
-    if (extra.length > 0) {
-      await receiveRecords(context, extra, beyondLimit, loader);
-      context.log.warn(
-        {
-          window: describeWindow(window),
-          records: page.records.length,
-          limit: TRUNK_PAGE_LIMIT_MAX,
-        },
-        `a page held ${page.records.length} records for a limit of ${TRUNK_PAGE_LIMIT_MAX}: the ${extra.length} past the limit were quarantined`,
-      );
-    }
+    // Normalised and buffered in a plain function, so that neither the page's records nor their
+    // rows are held while the loader makes room (see bufferRecords); the page is parsed only now.
+    outside += bufferPage(context, window, takeRecords(page), loader, seen);
+    await loader.room();
   }
   if (outside > 0) {
     context.log.warn(
@@ -92,6 +78,31 @@ export async function readTrunkCallWindow(
 }
 
 const OUTSIDE_WINDOW = 'end_time is outside the requested window';
+
+/**
+ * Normalises and buffers one page of `window`; returns how many of its calls ended outside the
+ * window. A page holds at most the limit asked for; what comes past it was not asked for, is not
+ * part of the window's count, and is quarantined.
+ */
+function bufferPage(
+  context: RunContext,
+  window: TimeWindow,
+  records: readonly ReceivedRecord[],
+  loader: BatchLoader,
+  seen: Set<string>,
+): number {
+  const asked = records.slice(0, TRUNK_PAGE_LIMIT_MAX);
+  const extra = records.slice(TRUNK_PAGE_LIMIT_MAX);
+  const { rejects } = bufferRecords(context, asked, normalizeWithinWindow(window), loader, seen);
+  if (extra.length > 0) {
+    bufferRecords(context, extra, rejectBeyondLimit(TRUNK_PAGE_LIMIT_MAX), loader);
+    context.log.warn(
+      { window: describeWindow(window), records: records.length, limit: TRUNK_PAGE_LIMIT_MAX },
+      `a page held ${records.length} records for a limit of ${TRUNK_PAGE_LIMIT_MAX}: the ${extra.length} past the limit were quarantined`,
+    );
+  }
+  return rejects.filter((reject) => reject.reason.startsWith(OUTSIDE_WINDOW)).length;
+}
 
 /**
  * normalizeTrunkCall, rejecting a call whose end_time is outside [window.start, window.end): the

@@ -6,7 +6,7 @@ import { measureCopyLimit } from './backfill/measure-copy-limit.js';
 import type { CopyLimitRun } from './backfill/throughput-round.js';
 import type { BenchContext } from './support/bench-context.js';
 import { HarnessError, RowsLostError } from './support/bench-errors.js';
-import { createScratchDir, TELESYNC_BIN } from './support/paths.js';
+import { createScratchDir, TELESYNC_COMMAND } from './support/paths.js';
 import {
   peakRssBytes,
   requireSuccess,
@@ -389,8 +389,8 @@ async function runBackfill(
     context.log(`${scenario}: telesync backfill --days ${BACKFILL_DAYS}`);
     const run = await runMonitored({
       label: `${scenario} backfill`,
-      command: process.execPath,
-      args: [TELESYNC_BIN, 'backfill', '--days', String(BACKFILL_DAYS), '--json'],
+      command: TELESYNC_COMMAND,
+      args: ['backfill', '--days', String(BACKFILL_DAYS), '--json'],
       env,
       cwd: scratch.path,
       timeoutMs: 60 * 60_000,

@@ -1,12 +1,18 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 /** The repository root. */
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 
-/** The `telesync` command, run as users run it (TypeScript through tsx's loader). */
+/** telesync's entry script, for node to run directly (the simulator, profiled runs). */
 export const TELESYNC_BIN = join(REPO_ROOT, 'bin/telesync.js');
+
+/**
+ * The `telesync` command as npm installs it (package.json "bin"): a script that runs node, as one
+ * process, with the young generation the command sets. What the benchmarks measure telesync as.
+ */
+export const TELESYNC_COMMAND = join(REPO_ROOT, 'bin/telesync');
 
 /** Where the results are written. */
 export const RESULTS_DIR = join(REPO_ROOT, 'bench/results');
@@ -27,5 +33,7 @@ export function createScratchDir(prefix: string): { path: string; remove: () => 
 
 /** The environment every child gets besides its own settings: PATH and HOME only. */
 export function baseChildEnv(): Record<string, string> {
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
+  // The node running the benchmarks first, for the `telesync` command's `node`.
+  const path = `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`;
+  return { PATH: path, HOME: process.env.HOME ?? '/tmp' };
 }

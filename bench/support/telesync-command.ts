@@ -1,10 +1,10 @@
 import { HarnessError } from './bench-errors.js';
-import { baseChildEnv, createScratchDir, TELESYNC_BIN } from './paths.js';
+import { baseChildEnv, createScratchDir, TELESYNC_COMMAND } from './paths.js';
 import { requireSuccess, runMonitored, type MonitoredRun } from './process-monitor.js';
 import type { SimulatorProcess } from './simulator-process.js';
 
 /**
- * Runs the real `telesync` command (`node bin/telesync.js …`) as a measured child process, in an
+ * Runs the real `telesync` command (bin/telesync, as npm installs it) as a measured child process, in an
  * empty working directory and with only the settings given.
  */
 
@@ -62,11 +62,15 @@ export async function runTelesync(
 ): Promise<TelesyncRun> {
   const scratch = createScratchDir('cwd');
   try {
+    const env = telesyncEnv(settings);
+    // Node's own flags go through NODE_OPTIONS, which the command passes on to node.
+    if (options.nodeArgs !== undefined && options.nodeArgs.length > 0)
+      env.NODE_OPTIONS = options.nodeArgs.join(' ');
     const run = await runMonitored({
       label: options.label,
-      command: process.execPath,
-      args: [...(options.nodeArgs ?? []), TELESYNC_BIN, ...args, '--json'],
-      env: telesyncEnv(settings),
+      command: TELESYNC_COMMAND,
+      args: [...args, '--json'],
+      env,
       cwd: scratch.path,
       timeoutMs: options.timeoutMs,
       simulatorPid: settings.simulator.pid,

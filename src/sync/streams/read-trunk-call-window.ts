@@ -57,6 +57,7 @@ export async function readTrunkCallWindow(
     { ...pagingOptions(context), pageConcurrency: context.pageConcurrency },
   );
   const seen = new Set<string>();
+  const inWindow = normalizeWithinWindow(window);
   const totals = new Set<number>();
   let total: number | undefined;
   let outside = 0;
@@ -65,7 +66,7 @@ export async function readTrunkCallWindow(
     totals.add(page.meta.total_count);
     // Normalised and buffered in a plain function, so that neither the page's records nor their
     // rows are held while the loader makes room (see bufferRecords); the page is parsed only now.
-    outside += bufferPage(context, window, takeRecords(page), loader, seen);
+    outside += bufferPage(context, window, inWindow, takeRecords(page), loader, seen);
     await loader.room();
   }
   if (outside > 0) {
@@ -80,20 +81,21 @@ export async function readTrunkCallWindow(
 const OUTSIDE_WINDOW = 'end_time is outside the requested window';
 
 /**
- * Normalises and buffers one page of `window`; returns how many of its calls ended outside the
- * window. A page holds at most the limit asked for; what comes past it was not asked for, is not
+ * Normalises (`inWindow`: normalizeWithinWindow of `window`) and buffers one page of `window`;
+ * returns how many of its calls ended outside the window. A page holds at most the limit asked for; what comes past it was not asked for, is not
  * part of the window's count, and is quarantined.
  */
 function bufferPage(
   context: RunContext,
   window: TimeWindow,
+  inWindow: Normalizer<LoadRow>,
   records: readonly ReceivedRecord[],
   loader: BatchLoader,
   seen: Set<string>,
 ): number {
   const asked = records.slice(0, TRUNK_PAGE_LIMIT_MAX);
   const extra = records.slice(TRUNK_PAGE_LIMIT_MAX);
-  const { rejects } = bufferRecords(context, asked, normalizeWithinWindow(window), loader, seen);
+  const { rejects } = bufferRecords(context, asked, inWindow, loader, seen);
   if (extra.length > 0) {
     bufferRecords(context, extra, rejectBeyondLimit(TRUNK_PAGE_LIMIT_MAX), loader);
     context.log.warn(

@@ -70,12 +70,7 @@ function isWhitespace(byte: number): boolean {
  * strings, nesting and separators. Each piece it isolates is then validated by JSON.parse.
  */
 class ByteWalker {
-  constructor(private readonly bytes: Uint8Array) {}
-
-  /** The bytes walked. */
-  get body(): Uint8Array {
-    return this.bytes;
-  }
+  constructor(readonly bytes: Uint8Array) {}
 
   get length(): number {
     return this.bytes.length;
@@ -342,7 +337,7 @@ class ListBody implements ReceivedList {
       const spans = this.#spans;
       if (walker === undefined || spans === undefined) throw new Error(TAKEN);
       this.#records =
-        wholeBodyRecords(walker.body, spans) ??
+        wholeBodyRecords(walker.bytes, spans) ??
         spans.map((span) => readRecord(walker, span.start, span.end, span.keys, span.depth));
       this.#walker = undefined;
       this.#spans = undefined;

@@ -1,5 +1,5 @@
 import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
-import { pingDatabase, type Database } from '../db/connect.js';
+import type { Database } from '../db/connect.js';
 import { findWatermarks } from '../db/repositories/health-repository.js';
 import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import { ConfigError } from '../config/config-errors.js';
@@ -10,7 +10,11 @@ import type { HttpRoute } from '../http/http-route.js';
 import { createMetricsRoute } from '../http/metrics-route.js';
 import { readStatusPage } from '../http/status-page-data.js';
 import { createStatusPageRoute } from '../http/status-page-route.js';
-import { createHealthCheck, HEALTH_DATABASE_TIMEOUT_MS } from '../scheduler/health-check.js';
+import {
+  createHealthCheck,
+  HEALTH_DATABASE_TIMEOUT_MS,
+  readDatabaseClock,
+} from '../scheduler/health-check.js';
 import { SchedulerMetrics } from '../scheduler/metrics.js';
 import { horizonUnread, readCoverage } from '../scheduler/read-coverage.js';
 import { describeError } from '../util/coerce-error.js';
@@ -53,14 +57,13 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
   const { config, accounts, database, log, streams } = input;
   const accountIds = accounts.map((account) => account.authId);
   const { alarmDays } = config.horizonAlarm;
-  // Runs are timed by the database's clock (sync_runs) and workers may run on machines whose
-  // clocks disagree: what is served is aged on the database's clock, read when it is served.
-  const databaseNow = () =>
-    withTimeout(
-      pingDatabase(database),
-      HEALTH_DATABASE_TIMEOUT_MS,
-      "the query of the database's clock",
-    );
+  // Workers may run on machines whose clocks disagree: what is served is aged on the database's
+  // clock, read when it is served. The gauges of one scrape ask at once and share one query.
+  let asking: Promise<number> | undefined;
+  const databaseNow = (): Promise<number> =>
+    (asking ??= readDatabaseClock(database).finally(() => {
+      asking = undefined;
+    }));
   // The ledger only (no scan of trunk_calls): cheap enough for every scrape and probe.
   const readHorizonUnread = async () =>
     horizonUnread(

@@ -4,11 +4,11 @@ import { ConfigError } from '../config/config-errors.js';
 import {
   createWorkersTable,
   deleteWorker,
+  findWorkToShare,
   upsertWorkerHeartbeat,
 } from '../db/repositories/job-queue-repository.js';
 import type { TelesyncConfig } from '../config/config-types.js';
 import { openDatabase } from '../db/connect.js';
-import { findWorkToShare } from '../db/repositories/job-queue-repository.js';
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { RunningHttpServer } from '../http/http-server.js';
 import { handleAccountJob } from '../jobs/job-handlers.js';

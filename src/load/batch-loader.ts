@@ -121,9 +121,9 @@ class Lane {
  * Counts upserted, changed and rejected records in the run's stats as transactions commit.
  *
  * Rows are buffered prepared for the loader (see PreparedRows), so the row objects themselves are
- * garbage as soon as `add` returns. Rows are spread over lanes by a hash of their key, so the same
+ * garbage as soon as `buffer` returns. Rows are spread over lanes by a hash of their key, so the same
  * key always goes to the same lane and two lanes' transactions never touch the same row. Memory
- * stays bounded: `add` waits while more than two batches per lane are buffered or queued.
+ * stays bounded: `room` waits while more than two batches per lane are buffered or queued.
  */
 export class BatchLoader {
   readonly #lanes: Lane[];
@@ -147,18 +147,10 @@ export class BatchLoader {
   }
 
   /**
-   * Buffers rows and rejects, then waits while the loader (or the process's gate) has no room for
-   * more. `buffer` and `room` apart, for a caller that must hold nothing while it waits.
-   */
-  async add(rows: readonly LoadRow[], rejects: readonly RejectedRecord[]): Promise<void> {
-    this.buffer(rows, rejects);
-    await this.room();
-  }
-
-  /**
    * Buffers rows and rejects (the rows encoded for the loader at once: the row objects are not
    * kept), and starts a lane's batch in the background when it has enough rows. Throws a failure
-   * of an earlier batch.
+   * of an earlier batch. A reader then awaits `room` before it fetches more; the two are apart so
+   * that it holds nothing while it waits (see bufferRecords).
    */
   buffer(rows: readonly LoadRow[], rejects: readonly RejectedRecord[]): void {
     this.#throwIfFailed();
@@ -212,7 +204,7 @@ export class BatchLoader {
    * every batch already queued, without waiting: the caller goes on fetching while they are
    * written. With `unitDelayMs`, the unit may first wait that long for the next units (or a full
    * batch) to share its transaction. `onCommitted` runs once that transaction has committed. A
-   * failure is kept and thrown by the next `add`, `queueCommit`, `commit` or `drain`, so it is
+   * failure is kept and thrown by the next `buffer`, `room`, `queueCommit`, `commit` or `drain`, so it is
    * never lost.
    */
   queueCommit(hook: CommitHook, onCommitted: () => void = () => undefined): void {

@@ -26,7 +26,7 @@ export class LoadGate {
     /** Transactions at once, each on its own connection. */
     readonly connections: number,
     /**
-     * Rows the loaders may have queued for writing, together: past it, a loader's `add` waits.
+     * Rows the loaders may have queued for writing, together: past it, a loader's `room` waits.
      * Every run has its own bound too; this one keeps the sum of many runs' in memory. A loader's
      * commit does not wait, so the queue may pass the bound by what each loader had buffered (a
      * batch per lane at most).

@@ -8,6 +8,17 @@ import type { HorizonUnread } from './read-coverage.js';
 /** How long /healthz waits for the database before calling it down. */
 export const HEALTH_DATABASE_TIMEOUT_MS = 3_000;
 
+/**
+ * The database's clock, epoch milliseconds, waited for at most `timeoutMs`: runs are timed by it
+ * (sync_runs), whichever machine ran them, so what is served ages them on it.
+ */
+export function readDatabaseClock(
+  database: Database,
+  timeoutMs: number = HEALTH_DATABASE_TIMEOUT_MS,
+): Promise<number> {
+  return withTimeout(pingDatabase(database), timeoutMs, "the query of the database's clock");
+}
+
 export interface HealthCheckOptions {
   readonly database: Database;
   readonly accountIds: readonly string[];
@@ -46,11 +57,7 @@ export function createHealthCheck(options: HealthCheckOptions): () => Promise<He
     let clockOffsetMs = 0;
     try {
       const asked = options.now();
-      const databaseNowMs = await withTimeout(
-        pingDatabase(options.database),
-        timeoutMs,
-        "the query of the database's clock",
-      );
+      const databaseNowMs = await readDatabaseClock(options.database, timeoutMs);
       const answered = options.now();
       // An offset within the round trip cannot be told from none.
       const offset = databaseNowMs - (asked + answered) / 2;

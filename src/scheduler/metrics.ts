@@ -147,7 +147,9 @@ export class SchedulerMetrics {
         // Rows that disappeared (an account removed) must not linger with their last value.
         lag.reset();
         try {
-          for (const row of watermarkLags(await readWatermarks(), await now()))
+          // Both at once: the clock may be a query too (the database's).
+          const [rows, nowMs] = await Promise.all([readWatermarks(), now()]);
+          for (const row of watermarkLags(rows, nowMs))
             lag.set({ stream: row.stream, account: row.accountId }, row.seconds);
         } catch (error) {
           onCollectError?.(coerceError(error));

@@ -55,10 +55,11 @@ describe('BatchLoader', () => {
     const seen: HookSight[] = [];
     const committed: number[] = [];
     for (let unit = 0; unit < 3; unit++) {
-      await loader.add(
+      loader.buffer(
         Array.from({ length: 10 }, (_, index) => call(`u${unit}-${index}`)),
         [],
       );
+      await loader.room();
       loader.queueCommit(
         async (trx) => {
           const row = await sql<{ transaction: string; stored: number }>`
@@ -120,20 +121,23 @@ describe('BatchLoader', () => {
       async (trx) => {
         into.push(await transactionOf(trx));
       };
-    await grouped.add([call('g-1')], []);
+    grouped.buffer([call('g-1')], []);
+    await grouped.room();
     grouped.queueCommit(hook(groupedSeen));
     // 20 rows buffered: the batch goes at once, with the unit waiting.
-    await grouped.add(
+    grouped.buffer(
       Array.from({ length: 19 }, (_, index) => call(`g-${index + 2}`)),
       [],
     );
+    await grouped.room();
     await expect.poll(() => groupedSeen.length).toBe(1);
     await grouped.drain();
 
     const alone = new BatchLoader(target, TRUNK_CALLS, { lanes: 1, batchSize: 1_000 });
     const aloneSeen: string[] = [];
     for (let unit = 0; unit < 3; unit++) {
-      await alone.add([call(`a-${unit}`)], []);
+      alone.buffer([call(`a-${unit}`)], []);
+      await alone.room();
       alone.queueCommit(hook(aloneSeen));
     }
     await alone.drain();
@@ -162,15 +166,16 @@ describe('BatchLoader', () => {
       await sql`SELECT pg_sleep(0.02)`.execute(trx);
       open--;
     };
-    let mostQueuedAfterAdd = 0;
+    let mostQueuedAfterRoom = 0;
     await Promise.all(
       loaders.map(async (loader, index) => {
         for (let page = 0; page < 10; page++) {
-          await loader.add(
+          loader.buffer(
             Array.from({ length: 20 }, (_, row) => call(`gate-${index}-${page}-${row}`)),
             [],
           );
-          mostQueuedAfterAdd = Math.max(mostQueuedAfterAdd, gate.queuedRows);
+          await loader.room();
+          mostQueuedAfterRoom = Math.max(mostQueuedAfterRoom, gate.queuedRows);
           if (page % 3 === 2) loader.queueCommit(watch);
         }
         loader.queueCommit(watch);
@@ -182,7 +187,7 @@ describe('BatchLoader', () => {
     // another loader meanwhile adds at most what that loader buffered (a batch per lane).
     // The bound was reached (the loaders had to wait for room), and held after every add.
     expect(mostQueuedWhileWriting).toBeGreaterThan(60);
-    expect(mostQueuedAfterAdd).toBeLessThanOrEqual(60 + loaders.length * 2 * 25);
+    expect(mostQueuedAfterRoom).toBeLessThanOrEqual(60 + loaders.length * 2 * 25);
     expect(gate.queuedRows).toBe(0);
     const stored = await sql<{ n: number }>`
       SELECT count(*)::int AS n FROM ${sql.id(target.database.schema, 'trunk_calls')}`.execute(

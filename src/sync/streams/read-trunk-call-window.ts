@@ -82,8 +82,9 @@ const OUTSIDE_WINDOW = 'end_time is outside the requested window';
 
 /**
  * Normalises (`inWindow`: normalizeWithinWindow of `window`) and buffers one page of `window`;
- * returns how many of its calls ended outside the window. A page holds at most the limit asked for; what comes past it was not asked for, is not
- * part of the window's count, and is quarantined.
+ * returns how many of its calls ended outside the window. A page holds at most the limit asked
+ * for; what comes past it was not asked for, is not part of the window's count, and is
+ * quarantined.
  */
 function bufferPage(
   context: RunContext,

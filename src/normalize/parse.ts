@@ -132,8 +132,30 @@ export function parseText(value: unknown): Parsed<string> {
   return unstorable === undefined ? ok(value) : fail(unstorable);
 }
 
+/**
+ * parseText for a field of a record `openRecord` has checked whole (RecordReader's fields): every
+ * text in it is storable already, so only the type and the length are left to check.
+ */
+export function parseCheckedText(value: unknown): Parsed<string> {
+  if (typeof value !== 'string') return fail(`must be text; got ${describeValue(value)}`);
+  if (value.length > TEXT_MAX_LENGTH) {
+    return fail(
+      `must be text of at most ${TEXT_MAX_LENGTH} characters; got a text of ${value.length} characters`,
+    );
+  }
+  return ok(value);
+}
+
 /** Text that names a record (a primary-key column): non-empty, at most IDENTIFIER_MAX_LENGTH. */
 export function parseIdentifier(value: unknown): Parsed<string> {
+  const parsed = parseCheckedIdentifier(value);
+  if (!parsed.ok) return parsed;
+  const unstorable = unstorableTextReason(parsed.value);
+  return unstorable === undefined ? parsed : fail(unstorable);
+}
+
+/** parseIdentifier for a field of a record `openRecord` has checked whole (see parseCheckedText). */
+export function parseCheckedIdentifier(value: unknown): Parsed<string> {
   if (typeof value !== 'string' || value === '') {
     return fail(`must be non-empty text identifying the record; got ${describeValue(value)}`);
   }
@@ -142,8 +164,7 @@ export function parseIdentifier(value: unknown): Parsed<string> {
       `must be an identifier of at most ${IDENTIFIER_MAX_LENGTH} characters; got a text of ${value.length} characters`,
     );
   }
-  const unstorable = unstorableTextReason(value);
-  return unstorable === undefined ? ok(value) : fail(unstorable);
+  return ok(value);
 }
 
 /** `true`/`false` as JSON booleans or as the texts "true"/"false". Nothing else. */
@@ -367,6 +388,39 @@ export function parseTimestamp(value: unknown, options?: TimestampOptions): Pars
 export function orNull<T>(parse: FieldParser<T>): FieldParser<T | null> {
   return (value) => (value === null ? PARSED_NULL : parse(value));
 }
+
+/**
+ * Whether a JSON text (one that JSON.parse accepts) holds an escape PostgreSQL cannot store in
+ * jsonb: `\u0000`, or a `\uD800`–`\uDFFF` escape without its pair. Such a character can reach
+ * a parsed value through an escape only: JSON text cannot hold U+0000 raw, and text decoded as
+ * strict UTF-8 holds no lone surrogate. PostgreSQL reads every escape of the text, so this also
+ * finds one in a value JSON.parse drops (the first of a key given twice, at any depth).
+ */
+export function hasUnstorableEscape(jsonText: string): boolean {
+  let at = jsonText.indexOf('\\');
+  while (at !== -1) {
+    if (jsonText.charCodeAt(at + 1) !== LETTER_U) {
+      // A two-character escape (\\ among them): the search goes on after it.
+      at = jsonText.indexOf('\\', at + 2);
+      continue;
+    }
+    const unit = Number.parseInt(jsonText.slice(at + 2, at + 6), 16);
+    if (unit === 0 || (unit >= 0xdc00 && unit <= 0xdfff)) return true;
+    let end = at + 6;
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const low =
+        jsonText.charCodeAt(end) === BACKSLASH && jsonText.charCodeAt(end + 1) === LETTER_U
+          ? Number.parseInt(jsonText.slice(end + 2, end + 6), 16)
+          : Number.NaN;
+      if (!(low >= 0xdc00 && low <= 0xdfff)) return true;
+      end += 6;
+    }
+    at = jsonText.indexOf('\\', end);
+  }
+  return false;
+}
+const BACKSLASH = 0x5c;
+const LETTER_U = 0x75;
 
 /** A problem found by findUnstorableText: the top-level key it was under, and why. */
 export interface UnstorableText {

@@ -138,6 +138,15 @@ describe('bad records and hostile input', () => {
       reason: /appears 2 times/,
     },
     {
+      // JSON.parse keeps the second "n"; PostgreSQL reads the escape of the first all the same.
+      name: 'a NUL in a nested key given twice',
+      bytes: Buffer.from(
+        `${JSON.stringify(call(14)).slice(0, -1)},"extra":{"n":"\\u0000","n":"ok"}}`,
+      ),
+      lands: false,
+      reason: /a key given twice/,
+    },
+    {
       name: 'no call_uuid at all',
       bytes: json(withoutKey(call(13), 'call_uuid')),
       lands: false,

@@ -5,6 +5,7 @@ import {
   TEXT_MAX_LENGTH,
   describeValue,
   findUnstorableText,
+  hasUnstorableEscape,
   orNull,
   parseBoolean,
   parseDecimal,
@@ -398,6 +399,49 @@ describe('findUnstorableText', () => {
     let nested: unknown = 'x\u0000';
     for (let i = 0; i < 100_000; i++) nested = [nested];
     expect(findUnstorableText({ deep: nested })?.field).toBe('deep');
+  });
+});
+
+describe('hasUnstorableEscape', () => {
+  it('finds \\u0000 and unpaired surrogate escapes, as PostgreSQL refuses them in jsonb', () => {
+    for (const text of [
+      '{"a":"\\u0000"}',
+      '{"a\\u0000":1}',
+      '{"a":"x\\ud800"}',
+      '{"a":"\\udc00\\ud800"}',
+      '{"a":"\\ud800\\ud800"}',
+      '{"a":"\\ud800\\n"}',
+      '{"a":["\\\\","\\u0000"]}',
+    ]) {
+      expect(hasUnstorableEscape(text), text).toBe(true);
+    }
+  });
+
+  it('passes text without such escapes', () => {
+    for (const text of [
+      '{"a":"plain"}',
+      '{"a":"\\ud83d\\ude00"}',
+      '{"a":"\\\\u0000"}',
+      '{"a":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u0001\\uFFFF"}',
+      '{"a":"😀"}',
+    ]) {
+      expect(hasUnstorableEscape(text), text).toBe(false);
+    }
+  });
+
+  it('agrees with findUnstorableText on the parsed text, escape by escape', () => {
+    const units = [0x0, 0x1, 0x5c, 0xd7ff, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xffff];
+    for (const first of units) {
+      for (const second of units) {
+        // Every character escaped, as a service may write any of them.
+        const escaped = [first, second]
+          .map((unit) => `\\u${unit.toString(16).padStart(4, '0')}`)
+          .join('');
+        const text = `{"a":"${escaped}"}`;
+        const parsed = JSON.parse(text) as Record<string, unknown>;
+        expect(hasUnstorableEscape(text), text).toBe(findUnstorableText(parsed) !== undefined);
+      }
+    }
   });
 });
 

@@ -631,6 +631,27 @@ describe.each(RESOURCES)('the $name normaliser', (resource) => {
     expect(rejection.reason).toMatch(/unpaired UTF-16 surrogate/);
   });
 
+  it('rejects U+0000 in a nested value JSON.parse drops, which jsonb would still refuse', () => {
+    // The first "a" is dropped by JSON.parse; PostgreSQL reads its escape all the same.
+    const text = JSON.stringify(sample).replace(/}$/, ',"extra":{"a":"x\\u0000","a":"ok"}}');
+    expect(rejectionOf(normalize(received(text), context))).toStrictEqual({
+      stream,
+      reason:
+        'the record holds U+0000 or an unpaired UTF-16 surrogate (as a \\u escape) in a value JSON.parse does not keep (a key given twice); PostgreSQL cannot store it in jsonb',
+      recordKey: key,
+    });
+  });
+
+  it('accepts escapes PostgreSQL stores: a pair of surrogates, a backslash before "u0000"', () => {
+    const text = JSON.stringify({ ...sample, extra: '😀 \\u0000 \u0001' });
+    expect(
+      rowOf(normalize(received(text.replace('😀', '\\ud83d\\ude00')), context)).raw,
+    ).toStrictEqual({
+      ...sample,
+      extra: '😀 \\u0000 \u0001',
+    });
+  });
+
   it('rejects a record that is not valid UTF-8', () => {
     const bytes = new TextEncoder().encode(JSON.stringify({ ...sample, [textField]: 'ab' }));
     bytes[bytes.indexOf(0x61)] = 0xff; // the first "a" becomes a byte no UTF-8 text holds

@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { REPO_ROOT } from './paths.js';
 
 /**
@@ -10,8 +11,15 @@ import { REPO_ROOT } from './paths.js';
 
 interface CpuProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   children?: number[];
+}
+
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+  columnNumber?: number;
 }
 
 interface CpuProfile {
@@ -73,6 +81,7 @@ export function summarizeCpuProfile(path: string, top = 20): ProfileSummary {
       current = parentOf.get(current.id);
     return current;
   };
+  const sources = new SourceLocator();
   const selfByFunction = new Map<string, number>();
   const selfByArea = new Map<string, number>();
   const samples = profile.samples ?? [];
@@ -85,16 +94,17 @@ export function summarizeCpuProfile(path: string, top = 20): ProfileSummary {
     const us = Math.max(0, deltas[index + 1] ?? 0);
     if (node === undefined) continue;
     totalUs += us;
-    const frame = node.callFrame;
+    const frame = sources.locate(node.callFrame);
     if (frame.functionName === '(idle)') idleUs += us;
     const caller =
       frame.url === '' && !SPECIAL.has(frame.functionName) ? jsCaller(node) : undefined;
+    const callerFrame = caller === undefined ? undefined : sources.locate(caller.callFrame);
     const name =
-      caller === undefined
+      callerFrame === undefined
         ? describeFrame(frame)
-        : `${describeFrame(frame)} ← ${describeFrame(caller.callFrame)}`;
+        : `${describeFrame(frame)} ← ${describeFrame(callerFrame)}`;
     selfByFunction.set(name, (selfByFunction.get(name) ?? 0) + us);
-    const area = caller === undefined ? areaOf(frame) : `${areaOf(caller.callFrame)} (native)`;
+    const area = callerFrame === undefined ? areaOf(frame) : `${areaOf(callerFrame)} (native)`;
     selfByArea.set(area, (selfByArea.get(area) ?? 0) + us);
   }
   const entries = (map: Map<string, number>): ProfileEntry[] =>
@@ -129,7 +139,7 @@ function displayPath(url: string): string {
 /** Pseudo-frames of V8, not functions. */
 const SPECIAL = new Set(['(idle)', '(program)', '(garbage collector)', '(root)']);
 
-function describeFrame(frame: CpuProfileNode['callFrame']): string {
+function describeFrame(frame: CallFrame): string {
   const name = frame.functionName === '' ? '(anonymous)' : frame.functionName;
   if (frame.url === '') return name;
   // Line numbers of transpiled TypeScript are not the source's; past line 1 they still help.
@@ -137,7 +147,7 @@ function describeFrame(frame: CpuProfileNode['callFrame']): string {
   return `${name} ${displayPath(frame.url)}${line}`;
 }
 
-function areaOf(frame: CpuProfileNode['callFrame']): string {
+function areaOf(frame: CallFrame): string {
   const { url, functionName } = frame;
   if (url === '') {
     if (functionName === '(garbage collector)') return 'garbage collector';
@@ -156,4 +166,57 @@ function areaOf(frame: CpuProfileNode['callFrame']): string {
   if (src !== null) return `telesync src/${src[1]}`;
   if (path.startsWith('migrations/')) return 'telesync migrations';
   return path;
+}
+
+/**
+ * Frames of a bundled file (the command's entry is one: bin/build.js) told by the source they were
+ * written in, through the file's source map (`<file>.map`), so that the summary names
+ * src/api/received-json.ts, not a line of the bundle. Frames of other files are left as they are.
+ */
+class SourceLocator {
+  readonly #maps = new Map<string, { map: SourceMap; dir: string } | null>();
+  readonly #located = new Map<CallFrame, CallFrame>();
+
+  locate(frame: CallFrame): CallFrame {
+    let located = this.#located.get(frame);
+    if (located === undefined) {
+      located = this.#lookUp(frame);
+      this.#located.set(frame, located);
+    }
+    return located;
+  }
+
+  #lookUp(frame: CallFrame): CallFrame {
+    const bundle = frame.url.startsWith('file://') ? this.#mapOf(frame.url) : null;
+    if (bundle === null) return frame;
+    const entry = bundle.map.findEntry(frame.lineNumber, frame.columnNumber ?? 0);
+    if (!('originalSource' in entry)) return frame;
+    const source = entry.originalSource;
+    const path = source.startsWith('file://')
+      ? fileURLToPath(source)
+      : isAbsolute(source)
+        ? source
+        : resolve(bundle.dir, source);
+    return { ...frame, url: pathToFileURL(path).href, lineNumber: entry.originalLine };
+  }
+
+  #mapOf(url: string): { map: SourceMap; dir: string } | null {
+    let bundle = this.#maps.get(url);
+    if (bundle === undefined) {
+      bundle = null;
+      try {
+        const mapPath = `${fileURLToPath(url)}.map`;
+        if (existsSync(mapPath)) {
+          const payload = JSON.parse(readFileSync(mapPath, 'utf8')) as ConstructorParameters<
+            typeof SourceMap
+          >[0];
+          bundle = { map: new SourceMap(payload), dir: dirname(mapPath) };
+        }
+      } catch {
+        bundle = null;
+      }
+      this.#maps.set(url, bundle);
+    }
+    return bundle;
+  }
 }

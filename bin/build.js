@@ -6,7 +6,8 @@
 // The compiler writes every module to dist/; the command's entry, dist/src/cli/entry.js, is then
 // replaced by one file that holds telesync's modules and Kysely's (esbuild, which tsx depends on).
 // Loading some 450 ES modules one by one took most of a command's start: 0.55 s of CPU before
-// `telesync --version` printed, against 0.33 s for the bundle (docs/scaling.md, "Start-up").
+// `telesync --version` printed, against 0.33 s for the bundle (README, "For contributors";
+// docs/scaling-history.md, stop 31).
 // The other packages stay in node_modules, loaded as they are: some find files next to their own
 // (PGlite's WebAssembly, pino's workers), and a bundle would move them away from those.
 import { spawnSync } from 'node:child_process';

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 /** The repository root. */
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 
-/** telesync's entry script, for node to run directly (the simulator, profiled runs). */
+/** telesync's entry script, for node to run directly (the simulator). */
 export const TELESYNC_BIN = join(REPO_ROOT, 'bin/telesync.js');
 
 /**

@@ -122,14 +122,10 @@ export function describeValue(value: unknown): string {
  * string, text longer than TEXT_MAX_LENGTH, and text Postgres cannot store.
  */
 export function parseText(value: unknown): Parsed<string> {
-  if (typeof value !== 'string') return fail(`must be text; got ${describeValue(value)}`);
-  if (value.length > TEXT_MAX_LENGTH) {
-    return fail(
-      `must be text of at most ${TEXT_MAX_LENGTH} characters; got a text of ${value.length} characters`,
-    );
-  }
-  const unstorable = unstorableTextReason(value);
-  return unstorable === undefined ? ok(value) : fail(unstorable);
+  const parsed = parseCheckedText(value);
+  if (!parsed.ok) return parsed;
+  const unstorable = unstorableTextReason(parsed.value);
+  return unstorable === undefined ? parsed : fail(unstorable);
 }
 
 /**

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TELESYNC_VERSION } from '../../src/version.js';
+import { waitFor } from '../support/telesync-process.js';
 
 /**
  * The `telesync` command as npm installs it: package.json's bin, linked from node_modules/.bin. It
@@ -52,12 +53,12 @@ function start(file: string, args: readonly string[], env: Record<string, string
   };
 }
 
-async function waitForOutput(started: Started, pattern: RegExp): Promise<void> {
-  for (let waited = 0; !pattern.test(started.stdout()); waited += 50) {
-    if (waited > 20_000) throw new Error(`no ${String(pattern)} in: ${started.stdout()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const waitForOutput = (started: Started, pattern: RegExp): Promise<true> =>
+  waitFor(() => pattern.test(started.stdout()), {
+    timeoutMs: 20_000,
+    intervalMs: 50,
+    what: `${String(pattern)} in the output`,
+  });
 
 /** The command line of a process, as `ps` shows it. */
 const commandLine = (pid: number) =>

@@ -94,10 +94,12 @@ function bufferPage(
   loader: BatchLoader,
   seen: Set<string>,
 ): number {
-  const asked = records.slice(0, TRUNK_PAGE_LIMIT_MAX);
-  const extra = records.slice(TRUNK_PAGE_LIMIT_MAX);
+  // A page within the limit (every page the service sends) is passed on as it is, not copied.
+  const overLimit = records.length > TRUNK_PAGE_LIMIT_MAX;
+  const asked = overLimit ? records.slice(0, TRUNK_PAGE_LIMIT_MAX) : records;
   const { rejects } = bufferRecords(context, asked, inWindow, loader, seen);
-  if (extra.length > 0) {
+  if (overLimit) {
+    const extra = records.slice(TRUNK_PAGE_LIMIT_MAX);
     bufferRecords(context, extra, rejectBeyondLimit(TRUNK_PAGE_LIMIT_MAX), loader);
     context.log.warn(
       { window: describeWindow(window), records: records.length, limit: TRUNK_PAGE_LIMIT_MAX },

@@ -73,7 +73,10 @@ export interface LoadBatching {
    * How long a committed unit may wait for the units after it, to share one transaction with them
    * (0 or absent: none waits). A trunk-call window of a quiet day is a few pages: alone, each would
    * be a transaction of a hundred rows, and with many accounts at once PostgreSQL spends its time
-   * on transactions rather than rows. Units still commit in order, each with all its rows.
+   * on transactions rather than rows. Units still commit in order, each with all its rows. With a
+   * load gate they wait only while its every connection is busy, and go as soon as one is free
+   * (LoadGate.whenConnectionFree): waiting while the database is idle only delays the load, as at
+   * the start of a backfill, when every account's first windows waited the whole delay.
    */
   readonly unitDelayMs?: number;
 }
@@ -134,6 +137,8 @@ export class BatchLoader {
   /** Units committed by the caller, waiting (at most unitDelayMs) to go with the next ones. */
   #units: WaitingUnit[] = [];
   #unitTimer: NodeJS.Timeout | undefined;
+  /** Withdraws the waiting units from the gate's free connections (LoadGate.whenConnectionFree). */
+  #withdrawUnits: (() => void) | undefined;
 
   constructor(
     private readonly target: LoadTarget,
@@ -203,7 +208,7 @@ export class BatchLoader {
    * Commits the unit in hand: everything buffered so far, and `hook` with lane 0's last rows, after
    * every batch already queued, without waiting: the caller goes on fetching while they are
    * written. With `unitDelayMs`, the unit may first wait that long for the next units (or a full
-   * batch) to share its transaction. `onCommitted` runs once that transaction has committed. A
+   * batch, or a free connection of the gate) to share its transaction. `onCommitted` runs once that transaction has committed. A
    * failure is kept and thrown by the next `buffer`, `room`, `queueCommit`, `commit` or `drain`, so it is
    * never lost.
    */
@@ -222,18 +227,27 @@ export class BatchLoader {
   #queueUnit(unit: WaitingUnit): void {
     this.#throwIfFailed();
     this.#units.push(unit);
-    if (this.#unitDelayMs <= 0 || this.#bufferedRows() >= this.#batchSize) {
+    const gate = this.target.loadGate;
+    if (
+      this.#unitDelayMs <= 0 ||
+      this.#bufferedRows() >= this.#batchSize ||
+      gate?.hasFreeConnection === true
+    ) {
       this.#commitUnits();
       return;
     }
-    this.#unitTimer ??= setTimeout(() => this.#commitUnits(), this.#unitDelayMs);
+    if (this.#unitTimer !== undefined) return;
+    this.#unitTimer = setTimeout(() => this.#commitUnits(), this.#unitDelayMs);
     this.#unitTimer.unref();
+    this.#withdrawUnits = gate?.whenConnectionFree(() => this.#commitUnits());
   }
 
   /** Writes the waiting units: every lane's buffer, then their hooks with lane 0's last rows. */
   #commitUnits(): void {
     clearTimeout(this.#unitTimer);
     this.#unitTimer = undefined;
+    this.#withdrawUnits?.();
+    this.#withdrawUnits = undefined;
     const units = this.#units;
     if (units.length === 0) return;
     this.#units = [];

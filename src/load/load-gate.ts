@@ -21,6 +21,8 @@ export class LoadGate {
   readonly #slots: ConcurrencyGate;
   #queuedRows = 0;
   #waitingForRoom: (() => void)[] = [];
+  /** Loaders' flushes of committed units waiting to share a transaction, longest waiting first. */
+  readonly #waitingUnits = new Set<() => void>();
 
   constructor(
     /** Transactions at once, each on its own connection. */
@@ -47,9 +49,39 @@ export class LoadGate {
     return new LoadGate(connections, connections * batchSize * QUEUED_BATCHES_PER_CONNECTION);
   }
 
-  /** Runs one transaction once fewer than `connections` others are running. */
+  /**
+   * Runs one transaction once fewer than `connections` others are running; the connection it
+   * leaves free, if no other transaction takes it, goes to the units waiting longest.
+   */
   write<T>(transaction: () => Promise<T>): Promise<T> {
-    return this.#slots.run(transaction);
+    return this.#slots.run(transaction).finally(() => this.#offerFreeConnection());
+  }
+
+  /** A transaction given now would start at once. */
+  get hasFreeConnection(): boolean {
+    return this.#slots.hasRoom;
+  }
+
+  /**
+   * Group commit: a loader's committed units wait to share one transaction only while every
+   * connection is busy. `flush` (the loader's write of its waiting units) is called once a
+   * connection is free with no transaction waiting for it, so the database never sits idle while
+   * units wait, and a busy one gets larger transactions. Returns the way to withdraw `flush` (when
+   * the units went otherwise: a full batch, a drain, the loader's own time limit).
+   */
+  whenConnectionFree(flush: () => void): () => void {
+    this.#waitingUnits.add(flush);
+    return () => this.#waitingUnits.delete(flush);
+  }
+
+  #offerFreeConnection(): void {
+    if (!this.hasFreeConnection) return;
+    // A Set iterates in insertion order: the first is the loader whose units have waited longest.
+    for (const flush of this.#waitingUnits) {
+      this.#waitingUnits.delete(flush);
+      flush();
+      return;
+    }
   }
 
   /** Rows queued for writing by every loader of the process. */

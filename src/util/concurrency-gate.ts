@@ -11,6 +11,11 @@ export class ConcurrencyGate {
     }
   }
 
+  /** Work given now would start at once: fewer than `limit` pieces are running. */
+  get hasRoom(): boolean {
+    return this.#running < this.limit;
+  }
+
   /** Runs `work` once fewer than `limit` others are running; its outcome is `run`'s. */
   async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.#running >= this.limit) {

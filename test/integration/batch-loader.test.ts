@@ -197,6 +197,48 @@ describe('BatchLoader', () => {
     expect(target.stats.recordsUpserted).toBe(4 * 10 * 20);
   });
 
+  it('with a gate, committed units wait only while its connections are busy, then go together', async () => {
+    const target = await loaderTarget();
+    const gate = new LoadGate(1, 10_000);
+    // Units may wait a minute here: every wait seen below is the gate's doing, not the delay's.
+    const batching = { lanes: 1, batchSize: 1_000, unitDelayMs: 60_000 };
+    const first = new BatchLoader({ ...target, loadGate: gate }, TRUNK_CALLS, batching);
+    const second = new BatchLoader({ ...target, runId: 2, loadGate: gate }, TRUNK_CALLS, batching);
+    const seen: { unit: string; transaction: string }[] = [];
+    const release = { open: () => {} };
+    const held = new Promise<void>((resolve) => (release.open = resolve));
+    first.buffer([call('free-1')], []);
+    await first.room();
+    // The gate's one connection is free: the unit goes at once and holds it until released.
+    first.queueCommit(async (trx) => {
+      seen.push({ unit: 'first', transaction: await transactionOf(trx) });
+      await held;
+    });
+    await expect.poll(() => seen.length).toBe(1);
+    for (const unit of ['second-a', 'second-b']) {
+      second.buffer([call(unit)], []);
+      await second.room();
+      second.queueCommit(async (trx) => {
+        seen.push({ unit, transaction: await transactionOf(trx) });
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The connection is busy: the second loader's units wait for it.
+    expect(seen.map((sight) => sight.unit)).toEqual(['first']);
+    release.open();
+    // Freed, it goes to the units waiting, both in one transaction, well before their minute.
+    await expect.poll(() => seen.length).toBe(3);
+    expect(seen.map((sight) => sight.unit)).toEqual(['first', 'second-a', 'second-b']);
+    expect(seen[1]!.transaction).toBe(seen[2]!.transaction);
+    expect(seen[1]!.transaction).not.toBe(seen[0]!.transaction);
+    await Promise.all([first.drain(), second.drain()]);
+    const stored = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM ${sql.id(target.database.schema, 'trunk_calls')}`.execute(
+      target.database.db,
+    );
+    expect(stored.rows[0]!.n).toBe(3);
+  });
+
   it('runs side by side load on one lane each; one run alone on every connection of the gate', () => {
     expect(loadLanesFor(1, 2)).toBe(2);
     expect(loadLanesFor(1, 4)).toBe(4);

@@ -71,6 +71,23 @@ describe('ConcurrencyGate', () => {
     expect(order).toEqual(['waiting', 'newcomer']);
   });
 
+  it('has room while fewer than `limit` run, and none while one waits for a slot', async () => {
+    const gate = new ConcurrencyGate(1);
+    expect(gate.hasRoom).toBe(true);
+    const first = deferred();
+    const second = deferred();
+    const a = gate.run(() => first.promise);
+    const b = gate.run(() => second.promise);
+    expect(gate.hasRoom).toBe(false);
+    first.resolve();
+    await a;
+    // The slot went straight to the one waiting.
+    expect(gate.hasRoom).toBe(false);
+    second.resolve();
+    await b;
+    expect(gate.hasRoom).toBe(true);
+  });
+
   it('refuses a limit under one', () => {
     expect(() => new ConcurrencyGate(0)).toThrow(RangeError);
     expect(() => new ConcurrencyGate(1.5)).toThrow(RangeError);
@@ -116,5 +133,53 @@ describe('LoadGate', () => {
     first.resolve();
     await Promise.all([a, b]);
     expect(secondStarted).toBe(true);
+  });
+
+  it('offers a connection left free to the units waiting longest, one loader a connection', async () => {
+    const gate = new LoadGate(2, 100);
+    const flushed: string[] = [];
+    const first = deferred();
+    const second = deferred();
+    const a = gate.write(() => first.promise);
+    const b = gate.write(() => second.promise);
+    expect(gate.hasFreeConnection).toBe(false);
+    gate.whenConnectionFree(() => flushed.push('one'));
+    const withdraw = gate.whenConnectionFree(() => flushed.push('withdrawn'));
+    gate.whenConnectionFree(() => flushed.push('three'));
+    withdraw();
+    first.resolve();
+    await a;
+    expect(flushed).toEqual(['one']);
+    second.resolve();
+    await b;
+    expect(flushed).toEqual(['one', 'three']);
+  });
+
+  it('keeps waiting units back while a transaction waits for the connection left free', async () => {
+    const gate = new LoadGate(1, 100);
+    const flushed: string[] = [];
+    const first = deferred();
+    const second = deferred();
+    const a = gate.write(() => first.promise);
+    const b = gate.write(() => second.promise);
+    gate.whenConnectionFree(() => flushed.push('waiting'));
+    first.resolve();
+    await a;
+    await settle();
+    // The connection passed to the transaction in line: the units wait on.
+    expect(flushed).toEqual([]);
+    second.resolve();
+    await b;
+    expect(flushed).toEqual(['waiting']);
+    expect(gate.hasFreeConnection).toBe(true);
+  });
+
+  it('offers a connection also when the transaction on it failed', async () => {
+    const gate = new LoadGate(1, 100);
+    const flushed: string[] = [];
+    const failing = gate.write(() => Promise.reject(new Error('lost')));
+    gate.whenConnectionFree(() => flushed.push('waiting'));
+    await expect(failing).rejects.toThrow('lost');
+    expect(flushed).toEqual(['waiting']);
   });
 });

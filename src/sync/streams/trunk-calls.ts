@@ -280,7 +280,8 @@ const leaveWatermark: CommitHook = () => Promise.resolve();
 /**
  * How long a read window's completion may wait for the next windows to share its transaction: a
  * quiet day is a few pages, and a 90-day backfill of many such accounts would otherwise be mostly
- * transactions. The rows of a window and its ledger entry still commit together.
+ * transactions. It waits only while the process's load connections are all busy (the loader's
+ * group commit). The rows of a window and its ledger entry still commit together.
  */
 const WINDOW_COMMIT_DELAY_MS = 1_000;
 

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -203,16 +203,14 @@ class SourceLocator {
   #mapOf(url: string): { map: SourceMap; dir: string } | null {
     let bundle = this.#maps.get(url);
     if (bundle === undefined) {
-      bundle = null;
       try {
         const mapPath = `${fileURLToPath(url)}.map`;
-        if (existsSync(mapPath)) {
-          const payload = JSON.parse(readFileSync(mapPath, 'utf8')) as ConstructorParameters<
-            typeof SourceMap
-          >[0];
-          bundle = { map: new SourceMap(payload), dir: dirname(mapPath) };
-        }
+        const payload = JSON.parse(readFileSync(mapPath, 'utf8')) as ConstructorParameters<
+          typeof SourceMap
+        >[0];
+        bundle = { map: new SourceMap(payload), dir: dirname(mapPath) };
       } catch {
+        // No map beside the file (not a bundle), or one that cannot be read: frames stay as they are.
         bundle = null;
       }
       this.#maps.set(url, bundle);

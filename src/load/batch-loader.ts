@@ -75,8 +75,7 @@ export interface LoadBatching {
    * be a transaction of a hundred rows, and with many accounts at once PostgreSQL spends its time
    * on transactions rather than rows. Units still commit in order, each with all its rows. With a
    * load gate they wait only while its every connection is busy, and go as soon as one is free
-   * (LoadGate.whenConnectionFree): waiting while the database is idle only delays the load, as at
-   * the start of a backfill, when every account's first windows waited the whole delay.
+   * (LoadGate.whenConnectionFree): a wait beside a free connection only leaves the database idle.
    */
   readonly unitDelayMs?: number;
 }
@@ -208,9 +207,9 @@ export class BatchLoader {
    * Commits the unit in hand: everything buffered so far, and `hook` with lane 0's last rows, after
    * every batch already queued, without waiting: the caller goes on fetching while they are
    * written. With `unitDelayMs`, the unit may first wait that long for the next units (or a full
-   * batch, or a free connection of the gate) to share its transaction. `onCommitted` runs once that transaction has committed. A
-   * failure is kept and thrown by the next `buffer`, `room`, `queueCommit`, `commit` or `drain`, so it is
-   * never lost.
+   * batch, or a free connection of the gate) to share its transaction. `onCommitted` runs once
+   * that transaction has committed. A failure is kept and thrown by the next `buffer`, `room`,
+   * `queueCommit`, `commit` or `drain`, so it is never lost.
    */
   queueCommit(hook: CommitHook, onCommitted: () => void = () => undefined): void {
     this.#queueUnit({ hook, onCommitted });

@@ -77,11 +77,10 @@ export class LoadGate {
   #offerFreeConnection(): void {
     if (!this.hasFreeConnection) return;
     // A Set iterates in insertion order: the first is the loader whose units have waited longest.
-    for (const flush of this.#waitingUnits) {
-      this.#waitingUnits.delete(flush);
-      flush();
-      return;
-    }
+    const [flush] = this.#waitingUnits;
+    if (flush === undefined) return;
+    this.#waitingUnits.delete(flush);
+    flush();
   }
 
   /** Rows queued for writing by every loader of the process. */

@@ -205,8 +205,8 @@ describe('BatchLoader', () => {
     const first = new BatchLoader({ ...target, loadGate: gate }, TRUNK_CALLS, batching);
     const second = new BatchLoader({ ...target, runId: 2, loadGate: gate }, TRUNK_CALLS, batching);
     const seen: { unit: string; transaction: string }[] = [];
-    const release = { open: () => {} };
-    const held = new Promise<void>((resolve) => (release.open = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
     first.buffer([call('free-1')], []);
     await first.room();
     // The gate's one connection is free: the unit goes at once and holds it until released.
@@ -225,7 +225,7 @@ describe('BatchLoader', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     // The connection is busy: the second loader's units wait for it.
     expect(seen.map((sight) => sight.unit)).toEqual(['first']);
-    release.open();
+    release();
     // Freed, it goes to the units waiting, both in one transaction, well before their minute.
     await expect.poll(() => seen.length).toBe(3);
     expect(seen.map((sight) => sight.unit)).toEqual(['first', 'second-a', 'second-b']);

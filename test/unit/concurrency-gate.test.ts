@@ -13,6 +13,12 @@ function deferred(): { promise: Promise<void>; resolve: () => void; reject: (e: 
   return { promise, resolve, reject };
 }
 
+/** A transaction given to `gate` that holds its connection until released. */
+function heldWrite(gate: LoadGate): { release: () => void; done: Promise<void> } {
+  const held = deferred();
+  return { release: held.resolve, done: gate.write(() => held.promise) };
+}
+
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 }
@@ -138,38 +144,34 @@ describe('LoadGate', () => {
   it('offers a connection left free to the units waiting longest, one loader a connection', async () => {
     const gate = new LoadGate(2, 100);
     const flushed: string[] = [];
-    const first = deferred();
-    const second = deferred();
-    const a = gate.write(() => first.promise);
-    const b = gate.write(() => second.promise);
+    const first = heldWrite(gate);
+    const second = heldWrite(gate);
     expect(gate.hasFreeConnection).toBe(false);
     gate.whenConnectionFree(() => flushed.push('one'));
     const withdraw = gate.whenConnectionFree(() => flushed.push('withdrawn'));
     gate.whenConnectionFree(() => flushed.push('three'));
     withdraw();
-    first.resolve();
-    await a;
+    first.release();
+    await first.done;
     expect(flushed).toEqual(['one']);
-    second.resolve();
-    await b;
+    second.release();
+    await second.done;
     expect(flushed).toEqual(['one', 'three']);
   });
 
   it('keeps waiting units back while a transaction waits for the connection left free', async () => {
     const gate = new LoadGate(1, 100);
     const flushed: string[] = [];
-    const first = deferred();
-    const second = deferred();
-    const a = gate.write(() => first.promise);
-    const b = gate.write(() => second.promise);
+    const first = heldWrite(gate);
+    const second = heldWrite(gate);
     gate.whenConnectionFree(() => flushed.push('waiting'));
-    first.resolve();
-    await a;
+    first.release();
+    await first.done;
     await settle();
     // The connection passed to the transaction in line: the units wait on.
     expect(flushed).toEqual([]);
-    second.resolve();
-    await b;
+    second.release();
+    await second.done;
     expect(flushed).toEqual(['waiting']);
     expect(gate.hasFreeConnection).toBe(true);
   });

@@ -14,6 +14,7 @@ import { spawnSync } from 'node:child_process';
 import process from 'node:process';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
+import { renamedClasses } from './renamed-classes.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -47,19 +48,34 @@ const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'ut
 const external = Object.keys(dependencies)
   .filter((name) => !BUNDLED.has(name))
   .flatMap((name) => [name, `${name}/*`]);
+const outfile = join(root, 'dist', 'src', 'cli', 'entry.js');
 await esbuild.build({
   entryPoints: [join(root, 'src', 'cli', 'entry.ts')],
-  outfile: join(root, 'dist', 'src', 'cli', 'entry.js'),
+  outfile,
   bundle: true,
   platform: 'node',
   format: 'esm',
   target: 'node20',
   external,
   sourcemap: 'linked',
-  // Errors are told by their class's name (`type` in JSON logs): two modules' classes of one name
-  // must not be renamed apart in the one scope of the bundle.
-  keepNames: true,
+  // No keepNames: it wraps every function the code makes at run time (closures too) in a
+  // defineProperty call, which cost the fifty-account backfill 9% of the simulator's CPU and 5% of
+  // telesync's (docs/scaling-history.md, stop 33). The names it would keep matter for errors only,
+  // which are told by their class's name: checked below.
+  keepNames: false,
   logLevel: 'warning',
   // Written last, so bin/telesync.js finds the entry no older than any source.
   allowOverwrite: true,
 });
+
+const renamed = renamedClasses(readFileSync(outfile, 'utf8'));
+if (renamed.length > 0) {
+  const names = renamed.map(
+    ({ renamed: bundled, original }) => `${original} (bundled as ${bundled})`,
+  );
+  process.stderr.write(
+    `telesync build: two modules declare a class named ${names.join(', ')}; ` +
+      'give one of them another name (errors are told by their class name).\n',
+  );
+  process.exit(1);
+}

@@ -65,11 +65,6 @@ export class ApiError extends Error {
     this.attempts = details.attempts;
   }
 
-  /** The same failure after `attempts` attempts in all (for the final error of a retried call). */
-  withAttempts(attempts: number): ApiError {
-    return new ApiError({ ...this.details(), attempts }, { cause: this.cause });
-  }
-
   details(): ApiErrorDetails {
     return {
       kind: this.kind,
@@ -85,6 +80,15 @@ export class ApiError extends Error {
       ...(this.attempts !== undefined ? { attempts: this.attempts } : {}),
     };
   }
+}
+
+/**
+ * `error` after `attempts` attempts in all (the final error of a retried call). A function, not a
+ * method: a class that names itself in its body is bundled as `var ApiError = class _ApiError`,
+ * and errors are told by their class's name (bin/renamed-classes.js).
+ */
+export function apiErrorWithAttempts(error: ApiError, attempts: number): ApiError {
+  return new ApiError({ ...error.details(), attempts }, { cause: error.cause });
 }
 
 /**

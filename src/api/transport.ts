@@ -3,7 +3,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { redactSecrets } from '../util/redact.js';
 import { clampTimerMs, sleep } from '../util/sleep.js';
 import { TELESYNC_VERSION } from '../version.js';
-import { ApiError, readErrorBody } from './api-errors.js';
+import { ApiError, apiErrorWithAttempts, readErrorBody } from './api-errors.js';
 import { Exchange, ExchangeEnded, type ReceivedAnswer } from './exchange.js';
 import { MalformedBodyError } from './received-json.js';
 import { RequestLimiter } from './request-limiter.js';
@@ -241,7 +241,8 @@ export class HttpTransport {
         if (!(error instanceof ApiError) || error.retryable || error.kind === 'aborted')
           throw new RequestStoppedError(spec.method, shownPath);
       }
-      if (error instanceof ApiError) throw attempts > 1 ? error.withAttempts(attempts) : error;
+      if (error instanceof ApiError)
+        throw attempts > 1 ? apiErrorWithAttempts(error, attempts) : error;
       if (options.signal?.aborted) {
         throw new ApiError(
           { kind: 'aborted', method: spec.method, path: shownPath, retryable: false },

@@ -1,0 +1,29 @@
+// Error classes whose bundled name is not their source's. telesync tells errors by their class's
+// name (`type` in JSON logs), and bin/build.js bundles without esbuild's keepNames, which would
+// restore such names at the cost of a defineProperty on every function made at run time. Two
+// ways esbuild renames a class: apart from another of the same name in the one scope of the
+// bundle (`ApiError2`), and as the inner name of a class expression (`var ApiError = class
+// _ApiError`, for a class that names itself in its body).
+
+/**
+ * The error classes of bundle text `code` (those extending a class whose name ends in `Error`)
+ * that esbuild renamed, each with the name its source gave it.
+ *
+ * @param {string} code
+ * @returns {{ renamed: string; original: string }[]}
+ */
+export function renamedClasses(code) {
+  const declared = new Set();
+  for (const match of code.matchAll(/\bclass\s+([A-Za-z_$][\w$]*)/g)) declared.add(match[1]);
+  const renamed = [];
+  const errorClass =
+    /(?:\b(?:var|let|const)\s+([A-Za-z_$][\w$]*)\s*=\s*)?\bclass\s+([A-Za-z_$][\w$]*)\s+extends\s+[\w$.]*Error\b/g;
+  for (const [, binding, name] of code.matchAll(errorClass)) {
+    const apart = /^(.*?[A-Za-z_$])\d+$/.exec(name)?.[1];
+    if (binding !== undefined && binding !== name)
+      renamed.push({ renamed: name, original: binding });
+    else if (apart !== undefined && declared.has(apart))
+      renamed.push({ renamed: name, original: apart });
+  }
+  return renamed;
+}

@@ -38,7 +38,7 @@ export class SlidingWindowLimiter {
 
   constructor(readonly limit: RateLimit) {}
 
-  /** Records a request of `key` at `nowMicros` if the budget allows it. */
+  /** Records a request of `key` that arrived at `nowMicros` if the budget allows it. */
   take(key: string, nowMicros: EpochMicros): RateDecision {
     const windowMicros = this.limit.windowMs * 1_000;
     let times = this.allowedAt.get(key);
@@ -51,7 +51,10 @@ export class SlidingWindowLimiter {
       expired++;
     if (expired > 0) times.splice(0, expired);
     if (times.length < this.limit.requests) {
-      times.push(nowMicros);
+      // In time order, though a request may be handled after one that arrived later.
+      let at = times.length;
+      while (at > 0 && (times[at - 1] as number) > nowMicros) at--;
+      times.splice(at, 0, nowMicros);
       return { allowed: true };
     }
     const freeAt = (times[0] as number) + windowMicros;

@@ -143,9 +143,10 @@ async function serve(
   response: ServerResponse,
 ): Promise<void> {
   const stats = simulator.state.stats;
+  const arrivedAtMicros = simulator.state.now();
   const authId = accountInPath(request.url ?? '/');
   if (authId !== undefined) {
-    stats.requestArrived(authId, simulator.state.now());
+    stats.requestArrived(authId, arrivedAtMicros);
     response.once('close', () => stats.requestEnded(authId));
   }
   try {
@@ -159,6 +160,7 @@ async function serve(
       url: request.url ?? '/',
       authorization: request.headers.authorization,
       body,
+      arrivedAtMicros,
     });
     if (outcome.delayMs > 0) await sleep(outcome.delayMs);
     if (outcome.kind === 'drop') {

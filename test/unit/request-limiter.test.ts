@@ -73,10 +73,10 @@ describe('RequestLimiter', () => {
         expect(starts).toHaveLength(total);
         expect(busiestWindow(starts, 1000)).toBeLessThanOrEqual(perSecond);
         // Late timers do not add up: the whole run takes what the spacing says, give or take a
-        // tick, and the spacing gives up at most 3% of the rate (stated here, not derived from
+        // tick, and the spacing gives up at most 5% of the rate (stated here, not derived from
         // the limiter's allowance, so a larger allowance fails this test).
         expect(starts.at(-1)! - starts[0]!).toBeLessThanOrEqual(
-          ((total - 1) / perSecond) * 1000 * 1.03 + 6,
+          ((total - 1) / perSecond) * 1000 * 1.05 + 6,
         );
       },
     );
@@ -92,16 +92,16 @@ describe('RequestLimiter', () => {
 
   describe.each([0, 2.5, 3.9, 20])('over a five-second window, timers %s ms late', (lateMs) => {
     it.each([1, 20, 60, 300])(
-      'starts at most 5 × %i requests in any five seconds, at 99.4% of the rate',
+      'starts at most 5 × %i requests in any five seconds, at 99.0% of the rate',
       async (perSecond) => {
         const total = Math.min(20 * perSecond + 5, 6000);
         const starts = await startTimes(perSecond, lateMs, total, 5);
         expect(busiestWindow(starts, 5000)).toBeLessThanOrEqual(5 * perSecond);
         if (lateMs > 3.9) return; // very late timers only must not break the limit
-        // The allowance is spread over five seconds: the run takes 1.006× its ideal time, where a
-        // one-second window takes 1.03× (the case above).
+        // The allowance is spread over five seconds: the run takes 1.01× its ideal time, where a
+        // one-second window takes 1.05× (the case above).
         const span = starts.at(-1)! - starts[0]!;
-        expect(span).toBeLessThanOrEqual(((total - 1) / perSecond) * 1000 * 1.006 + 6);
+        expect(span).toBeLessThanOrEqual(((total - 1) / perSecond) * 1000 * 1.01 + 6);
         expect(span).toBeGreaterThanOrEqual(((total - 1) / perSecond) * 1000);
       },
     );

@@ -115,4 +115,16 @@ describe('rate limit', () => {
     expect(limiter.take('A', t0 + 5_000_000).allowed).toBe(true);
     expect(limiter.take('A', t0 + 5_000_001).allowed).toBe(false);
   });
+
+  it('counts requests by arrival when one is handled after a later one', () => {
+    const limiter = new SlidingWindowLimiter({ requests: 2, windowMs: 5_000 });
+    const t0 = 1_000_000_000;
+    expect(limiter.take('A', t0 + 2_000_000).allowed).toBe(true);
+    // Arrived first, handled second.
+    expect(limiter.take('A', t0).allowed).toBe(true);
+    expect(limiter.take('A', t0 + 4_000_000)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    // The earlier arrival leaves the window first, at t0 + 5 s, not t0 + 7 s.
+    expect(limiter.take('A', t0 + 5_000_000).allowed).toBe(true);
+    expect(limiter.take('A', t0 + 6_999_999).allowed).toBe(false);
+  });
 });

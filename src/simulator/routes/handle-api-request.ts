@@ -70,7 +70,7 @@ export function handleApiRequest(state: SimulatorState, request: SimRequest, url
   const now = state.now();
   const { limiter } = state;
   if (limiter !== undefined) {
-    const taken = limiter.take(account.authId, now);
+    const taken = limiter.take(account.authId, request.arrivedAtMicros ?? now);
     if (!taken.allowed) {
       stats.countRateLimited();
       return answer(

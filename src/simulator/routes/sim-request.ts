@@ -1,3 +1,4 @@
+import type { EpochMicros } from '../../util/micros.js';
 import type { SimAnswer } from './sim-answer.js';
 
 /** A request as the simulator needs it. */
@@ -8,6 +9,11 @@ export interface SimRequest {
   /** The Authorization header, if any. */
   readonly authorization: string | undefined;
   readonly body: string;
+  /**
+   * When the request arrived (its headers were read), which is what the account's request budget
+   * counts; the time it is handled (default) can be later, after its body and other requests.
+   */
+  readonly arrivedAtMicros?: EpochMicros;
 }
 
 /** What to do with a request: the simulator decides, the HTTP server carries it out. */

@@ -23,9 +23,10 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   for (const secret of secrets) {
     // A one- or two-character "secret" would blank out ordinary text and protects nothing.
     if (secret.length < 3) continue;
-    out = out.split(secret).join(REDACTED);
+    // Most texts (every request's path) hold no secret: a search, not a split, for those.
+    if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
     const encoded = encodeURIComponent(secret);
-    if (encoded !== secret) out = out.split(encoded).join(REDACTED);
+    if (encoded !== secret && out.includes(encoded)) out = out.replaceAll(encoded, REDACTED);
   }
   return out;
 }

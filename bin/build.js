@@ -14,9 +14,9 @@ import { spawnSync } from 'node:child_process';
 import process from 'node:process';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
-import { renamedClasses } from './renamed-classes.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { renamedClasses } from './renamed-classes.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -70,12 +70,11 @@ await esbuild.build({
 
 const renamed = renamedClasses(readFileSync(outfile, 'utf8'));
 if (renamed.length > 0) {
-  const names = renamed.map(
-    ({ renamed: bundled, original }) => `${original} (bundled as ${bundled})`,
-  );
+  const names = renamed.map(({ renamed: bundled, original }) => `${original} as ${bundled}`);
   process.stderr.write(
-    `telesync build: two modules declare a class named ${names.join(', ')}; ` +
-      'give one of them another name (errors are told by their class name).\n',
+    `telesync build: the bundle names error classes otherwise than their source: ${names.join(', ')}. ` +
+      'Errors are told by their class name: give one of two classes of one name another name, ' +
+      'or move what makes a class name itself in its body out of it.\n',
   );
   process.exit(1);
 }

@@ -37,7 +37,10 @@ export interface SimulatorStats {
   rateLimited: number;
   recordsGenerated: number;
   /** Per account: requests, the most in any 5 s (sliding), the most in flight. */
-  accounts?: Record<string, { requests: number; maxPerWindow: number; maxInFlight: number }>;
+  accounts?: Record<
+    string,
+    { requests: number; maxPerWindow: number; maxInFlight: number; tightestSpanMs?: number | null }
+  >;
 }
 
 /** What GET /__admin/dataset answers (the parts the benchmarks read). */

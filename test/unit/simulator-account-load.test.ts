@@ -16,9 +16,28 @@ describe('the per-account load the simulator records', () => {
     stats.requestEnded('B');
     const { accounts } = stats.snapshot();
     expect(accounts).toEqual({
-      A: { requests: 7, maxPerWindow: 5, maxInFlight: 1 },
-      B: { requests: 1, maxPerWindow: 1, maxInFlight: 1 },
+      A: { requests: 7, maxPerWindow: 5, maxInFlight: 1, tightestSpanMs: null },
+      B: { requests: 1, maxPerWindow: 1, maxInFlight: 1, tightestSpanMs: null },
     });
+  });
+
+  it('keeps the shortest time in which 301 requests of an account arrived', () => {
+    const stats = new SimulatorStats();
+    const MS = 1_000;
+    // 301 requests 16.7 ms apart span 5,010 ms; a 302nd 10 ms later than the spacing makes the
+    // last 301 span 5,003.3 ms (the first has left them).
+    const times = Array.from({ length: 301 }, (_, index) => index * 16_700);
+    times.push(300 * 16_700 + 10 * MS);
+    for (const at of times.slice(0, 300)) stats.requestArrived('A', at);
+    expect(stats.snapshot().accounts.A?.tightestSpanMs).toBeNull();
+    stats.requestArrived('A', times[300]!);
+    expect(stats.snapshot().accounts.A?.tightestSpanMs).toBeCloseTo(5_010, 6);
+    stats.requestArrived('A', times[301]!);
+    expect(stats.snapshot().accounts.A?.tightestSpanMs).toBeCloseTo(5_003.3, 6);
+    // A later, wider span leaves the tightest as it was; the window held at most 300.
+    stats.requestArrived('A', times[301]! + 60 * 1_000 * MS);
+    expect(stats.snapshot().accounts.A).toMatchObject({ requests: 303, maxPerWindow: 300 });
+    expect(stats.snapshot().accounts.A?.tightestSpanMs).toBeCloseTo(5_003.3, 6);
   });
 
   it('keeps the most requests of an account in flight at once', () => {

@@ -121,19 +121,44 @@ export interface AccountLoad {
   maxPerWindow: number;
   /** The most requests of the account being served at once. */
   maxInFlight: number;
+  /**
+   * The shortest time, in milliseconds, in which LOAD_WINDOW_REQUESTS + 1 of the account's requests
+   * arrived; null until that many have. Under LOAD_WINDOW_MS the budget was broken; how far above
+   * it is the margin a client kept.
+   */
+  tightestSpanMs: number | null;
 }
 
 /** The window of AccountLoad.maxPerWindow: the service's published budget is 300 per 5 s. */
 export const LOAD_WINDOW_MS = 5_000;
+/** The requests the service allows in LOAD_WINDOW_MS (its published budget). */
+export const LOAD_WINDOW_REQUESTS = 300;
 
 class AccountLoadMeter {
-  readonly load: AccountLoad = { requests: 0, maxPerWindow: 0, maxInFlight: 0 };
+  readonly load: AccountLoad = {
+    requests: 0,
+    maxPerWindow: 0,
+    maxInFlight: 0,
+    tightestSpanMs: null,
+  };
   /** Arrival times within the last window, oldest first. */
   private readonly arrivals: number[] = [];
   private head = 0;
   private inFlight = 0;
+  /** The last LOAD_WINDOW_REQUESTS + 1 arrival times, a ring: request n at n mod its length. */
+  private readonly recent = new Array<number>(LOAD_WINDOW_REQUESTS + 1);
 
   arrived(nowMicros: number): void {
+    const slot = this.load.requests % this.recent.length;
+    // Before it is overwritten: the arrival LOAD_WINDOW_REQUESTS requests before this one.
+    if (this.load.requests >= LOAD_WINDOW_REQUESTS) {
+      const first = this.recent[(slot + 1) % this.recent.length] as number;
+      const spanMs = (nowMicros - first) / 1_000;
+      if (this.load.tightestSpanMs === null || spanMs < this.load.tightestSpanMs) {
+        this.load.tightestSpanMs = spanMs;
+      }
+    }
+    this.recent[slot] = nowMicros;
     this.load.requests++;
     this.arrivals.push(nowMicros);
     while ((this.arrivals[this.head] as number) <= nowMicros - LOAD_WINDOW_MS * 1_000) this.head++;

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_ACCOUNT_CONCURRENCY } from '../src/config/component-settings.js';
+import { LOAD_WINDOW_MS, LOAD_WINDOW_REQUESTS } from '../src/simulator/state/simulator-stats.js';
 import { evenWaveWidth } from '../src/util/even-wave-width.js';
 import { measureCopyLimit } from './backfill/measure-copy-limit.js';
 import type { CopyLimitRun } from './backfill/throughput-round.js';
@@ -76,8 +77,9 @@ export interface MultiAccountRun {
   /** The highest of the accounts' most requests in any 5 s, as the simulator counted them. */
   readonly maxPerWindow: number;
   /**
-   * The shortest time in which 301 requests of one account arrived (any account), in ms; null
-   * when none made that many. How far it is above 5,000 is the margin the limiter kept.
+   * The shortest time in which LOAD_WINDOW_REQUESTS + 1 requests of one account arrived (any
+   * account), in ms; null when none made that many. How far it is above LOAD_WINDOW_MS is the
+   * margin the limiter kept.
    */
   readonly tightestSpanMs: number | null;
   readonly peakRssBytes: number | null;
@@ -296,7 +298,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       `The COPY limit is measured before the ${wideAccounts}-account runs (${formatInteger(copyBefore.rowsPerSecond)} rows/s, best of ${copyBefore.loads.map((load) => `${formatInteger(load.rowsPerSecond)} on ${load.lanes}`).join(', ')} lane(s)) and again after them on ${copyBefore.bestLanes} lane(s) (${formatInteger(copyAfter.rowsPerSecond)}); the bound uses their mean (${formatInteger(copyLimitRowsPerSecond)}), the machine's limit while the runs ran.`,
       `CPU is each process's from /proc over the run (PostgreSQL: every process named postgres). "At full use" is the rows/s the ${wideAccounts}-account run would make with every core busy for telesync, PostgreSQL and the simulator at the CPU per row it used${fullUse === null ? '' : `: ${formatInteger(fullUse)} rows/s, ${formatPercent(fullUse / wideBound)} of the bound`}; the share cannot pass that on this machine without less CPU per row.`,
       `Rows/s is rows stored ÷ wall time of the whole command, start-up included. The ceiling is accounts × ${formatInteger(ceilingRowsPerSecond)} rows/s (${limitRequests} requests per ${windowSeconds} s × ${PAGE_ROWS} rows a page). 429s and requests per ${windowSeconds} s are the simulator's counts.`,
-      `The closest any account came to the service's published budget: 301 of its requests arrived within ${tightestSpanMs === null ? '(no account made that many)' : `${formatInteger(tightestSpanMs)} ms`} at the simulator (more than 5,000 ms keeps 300 per 5 s; telesync's limiter spaces each window's starts over the window and an allowance for arrivals lagging their starts).`,
+      `The closest any account came to the service's published budget: ${LOAD_WINDOW_REQUESTS + 1} of its requests arrived within ${tightestSpanMs === null ? '(no account made that many)' : `${formatInteger(tightestSpanMs)} ms`} at the simulator (more than ${formatInteger(LOAD_WINDOW_MS)} ms keeps ${LOAD_WINDOW_REQUESTS} per ${LOAD_WINDOW_MS / 1000} s; telesync's limiter spaces each window's starts over the window and an allowance for arrivals lagging their starts).`,
       `Rows are checked per account against the simulator's data (an oracle per account rebuilt from its dataset, checked against the running simulator first) over the range each account's backfill covered, and against the sum of records_upserted.`,
     ],
   };
@@ -439,7 +441,7 @@ async function runBackfill(
       requests: stats.requests.total,
       tooManyRequests: stats.requests.byStatus['429'] ?? 0,
       maxPerWindow: Math.max(...loads.map((load) => load.maxPerWindow)),
-      tightestSpanMs: tightestOf(loads.map((load) => load.tightestSpanMs ?? null)),
+      tightestSpanMs: tightestOf(loads.map((load) => load.tightestSpanMs)),
       peakRssBytes: peakRssBytes(run),
       cpu: run.cpu,
       simulatorNiceness: simulator.niceness(),
@@ -449,7 +451,7 @@ async function runBackfill(
         `${result.tooManyRequests} × 429, at most ${result.maxPerWindow} requests in 5 s` +
         (result.tightestSpanMs === null
           ? ''
-          : ` (301 of one account in ${formatInteger(result.tightestSpanMs)} ms at the closest)`),
+          : ` (${LOAD_WINDOW_REQUESTS + 1} of one account in ${formatInteger(result.tightestSpanMs)} ms at the closest)`),
     );
     return result;
   } finally {

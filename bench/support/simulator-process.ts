@@ -39,7 +39,7 @@ export interface SimulatorStats {
   /** Per account: requests, the most in any 5 s (sliding), the most in flight. */
   accounts?: Record<
     string,
-    { requests: number; maxPerWindow: number; maxInFlight: number; tightestSpanMs?: number | null }
+    { requests: number; maxPerWindow: number; maxInFlight: number; tightestSpanMs: number | null }
   >;
 }
 

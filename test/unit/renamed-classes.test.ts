@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { renamedClasses } from '../../bin/renamed-classes.js';
+import { REPOSITORY_ROOT } from '../support/container-files.js';
 
-const BUNDLE = join(dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli/entry.js');
+const BUNDLE = join(REPOSITORY_ROOT, 'dist/src/cli/entry.js');
 
 describe('renamedClasses', () => {
   it('finds an error class renamed apart from another of the same name', () => {

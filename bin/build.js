@@ -16,7 +16,7 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renamedClasses } from './renamed-classes.js';
+import { rejectRenamedClasses } from './renamed-classes.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -68,13 +68,8 @@ await esbuild.build({
   allowOverwrite: true,
 });
 
-const renamed = renamedClasses(readFileSync(outfile, 'utf8'));
-if (renamed.length > 0) {
-  const names = renamed.map(({ renamed: bundled, original }) => `${original} as ${bundled}`);
-  process.stderr.write(
-    `telesync build: the bundle names error classes otherwise than their source: ${names.join(', ')}. ` +
-      'Errors are told by their class name: give one of two classes of one name another name, ' +
-      'or move what makes a class name itself in its body out of it.\n',
-  );
+const rejected = rejectRenamedClasses(outfile);
+if (rejected !== null) {
+  process.stderr.write(`${rejected}\n`);
   process.exit(1);
 }

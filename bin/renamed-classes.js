@@ -4,6 +4,7 @@
 // ways esbuild renames a class: apart from another of the same name in the one scope of the
 // bundle (`ApiError2`), and as the inner name of a class expression (`var ApiError = class
 // _ApiError`, for a class that names itself in its body).
+import { readFileSync, rmSync } from 'node:fs';
 
 /**
  * The error classes of bundle text `code` (those extending a class whose name ends in `Error`)
@@ -26,4 +27,27 @@ export function renamedClasses(code) {
       renamed.push({ renamed: name, original: apart });
   }
   return renamed;
+}
+
+/**
+ * Checks the bundle at `outfile`. When it names an error class otherwise than its source, removes
+ * it (and its source map) and returns a message saying what to do; null when it is sound. Without
+ * its entry, bin/telesync.js runs the sources through tsx: a bundle that fails this check must not
+ * run, although it is newer than every source.
+ *
+ * @param {string} outfile
+ * @returns {string | null}
+ */
+export function rejectRenamedClasses(outfile) {
+  const renamed = renamedClasses(readFileSync(outfile, 'utf8'));
+  if (renamed.length === 0) return null;
+  rmSync(outfile, { force: true });
+  rmSync(`${outfile}.map`, { force: true });
+  const names = renamed.map(({ renamed: bundled, original }) => `${original} as ${bundled}`);
+  return (
+    `telesync build: the bundle names error classes otherwise than their source: ${names.join(', ')}. ` +
+    'Errors are told by their class name: give one of two classes of one name another name, ' +
+    'or move what makes a class name itself in its body out of it. The bundle was removed: ' +
+    'the command runs the sources until a build passes.'
+  );
 }

@@ -1,6 +1,6 @@
 import pRetry from 'p-retry';
 import { Agent, type Dispatcher } from 'undici';
-import { redactSecrets } from '../util/redact.js';
+import { createRedactor, type Redactor } from '../util/redact.js';
 import { clampTimerMs, sleep } from '../util/sleep.js';
 import { TELESYNC_VERSION } from '../version.js';
 import { ApiError, apiErrorWithAttempts, readErrorBody } from './api-errors.js';
@@ -131,7 +131,8 @@ export class HttpTransport {
   readonly #headers: Readonly<Record<string, string>>;
   readonly #headersWithJsonBody: Readonly<Record<string, string>>;
   /** Texts that must never leave the transport in an error: the token and the header built from it. */
-  readonly #secrets: readonly string[];
+  /** Removes the token and the credentials made of it from what errors and logs show. */
+  readonly #redact: Redactor;
   #pausedUntilMs = 0;
   #cappedRetryAfterTold = false;
   readonly #retryAfterMaxSeconds: number;
@@ -165,7 +166,7 @@ export class HttpTransport {
       accept: 'application/json',
     };
     this.#headersWithJsonBody = { ...this.#headers, 'content-type': 'application/json' };
-    this.#secrets = [options.authToken, credentials];
+    this.#redact = createRedactor([options.authToken, credentials]);
   }
 
   /**
@@ -181,7 +182,7 @@ export class HttpTransport {
     const path =
       spec.query && spec.query.size > 0 ? `${spec.path}?${spec.query.toString()}` : spec.path;
     // What errors and logs show of the request: never a secret, even one passed as an identifier.
-    const shownPath = redactSecrets(path, this.#secrets);
+    const shownPath = this.#redact(path);
     const target: RequestTarget = { path, shownPath };
     let attempts = 0;
     const backoff = this.#options.backoff ?? DEFAULT_BACKOFF;
@@ -340,7 +341,7 @@ export class HttpTransport {
     if (status >= 400) {
       // A proxy or a service that echoes the request must not carry the credentials into an error.
       const { apiId, serviceMessage } = readErrorBody(
-        redactSecrets(Buffer.from(body).toString('utf8'), this.#secrets),
+        this.#redact(Buffer.from(body).toString('utf8')),
       );
       const retryAfterSeconds = parseRetryAfter(retryAfterHeader, Date.now());
       // Paused here, before the error leaves the limiter's slot, so no request queued behind this

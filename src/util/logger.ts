@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { epochMicrosFromMillis, formatIsoFixed } from './micros.js';
-import { redactSecrets } from './redact.js';
+import { createRedactor } from './redact.js';
 
 export type Logger = pino.Logger;
 
@@ -24,13 +24,12 @@ export interface LoggerOptions {
 export function createLogger(options: LoggerOptions): Logger {
   const write = options.write ?? ((line: string) => process.stderr.write(line));
   // The secrets as they would appear inside a JSON string too (quotes and backslashes escaped).
-  const secrets = options.secrets.flatMap((secret) => [
-    secret,
-    JSON.stringify(secret).slice(1, -1),
-  ]);
+  const redact = createRedactor(
+    options.secrets.flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]),
+  );
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      const line = redactSecrets(chunk.toString('utf8'), secrets);
+      const line = redact(chunk.toString('utf8'));
       write(options.pretty ? prettyLine(line) : line);
       done();
     },

@@ -17,16 +17,32 @@ export function redactUrl(url: string): string {
   }
 }
 
+/** A function that removes the given secrets from a text (redactSecrets with the secrets fixed). */
+export type Redactor = (text: string) => string;
+
+/**
+ * A redactor for `secrets`: each one's forms (as is and URL-encoded) worked out once, for callers
+ * that redact every request's path or every log line. Empty and very short secrets are ignored:
+ * a one- or two-character "secret" would blank out ordinary text and protects nothing.
+ */
+export function createRedactor(secrets: readonly string[]): Redactor {
+  const forms = new Set<string>();
+  for (const secret of secrets) {
+    if (secret.length < 3) continue;
+    forms.add(secret);
+    forms.add(encodeURIComponent(secret));
+  }
+  // Longest first: a secret that holds another is replaced whole, not around the shorter one.
+  const ordered = [...forms].sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text;
+    // Most texts (every request's path) hold no secret: a search, not a split, for those.
+    for (const form of ordered) if (out.includes(form)) out = out.replaceAll(form, REDACTED);
+    return out;
+  };
+}
+
 /** Replaces every occurrence of each secret (ignoring empty and very short ones) in `text`. */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) {
-    // A one- or two-character "secret" would blank out ordinary text and protects nothing.
-    if (secret.length < 3) continue;
-    // Most texts (every request's path) hold no secret: a search, not a split, for those.
-    if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
-    const encoded = encodeURIComponent(secret);
-    if (encoded !== secret && out.includes(encoded)) out = out.replaceAll(encoded, REDACTED);
-  }
-  return out;
+  return createRedactor(secrets)(text);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactSecrets, redactUrl } from '../../src/util/redact.js';
+import { createRedactor, redactSecrets, redactUrl } from '../../src/util/redact.js';
 
 describe('redactUrl', () => {
   it('hides the password and keeps the rest', () => {
@@ -19,5 +19,18 @@ describe('redactSecrets', () => {
   });
   it('ignores empty and trivially short secrets', () => {
     expect(redactSecrets('abc', ['', 'a'])).toBe('abc');
+  });
+});
+
+describe('createRedactor', () => {
+  it('redacts as redactSecrets does, with the forms worked out once', () => {
+    const redact = createRedactor(['ab/cd+ef', 'x']);
+    expect(redact('token=ab/cd+ef and ab%2Fcd%2Bef, x')).toBe('token=[redacted] and [redacted], x');
+    expect(redact('/v1/Account/MA1/Trunk/Call/?limit=20')).toBe(
+      '/v1/Account/MA1/Trunk/Call/?limit=20',
+    );
+  });
+  it('replaces a secret that holds another whole, whatever their order', () => {
+    expect(createRedactor(['tok3n', 'MA1:tok3n'])('basic MA1:tok3n')).toBe('basic [redacted]');
   });
 });

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { renamedClasses } from '../../bin/renamed-classes.js';
+import { rejectRenamedClasses, renamedClasses } from '../../bin/renamed-classes.js';
 import { REPOSITORY_ROOT } from '../support/container-files.js';
 
 const BUNDLE = join(REPOSITORY_ROOT, 'dist/src/cli/entry.js');
@@ -50,4 +51,38 @@ describe('renamedClasses', () => {
       expect(renamedClasses(code)).toEqual([]);
     },
   );
+});
+
+describe('rejectRenamedClasses', () => {
+  function bundleOf(code: string): { outfile: string; remove: () => void } {
+    const dir = mkdtempSync(join(tmpdir(), 'telesync-bundle-'));
+    const outfile = join(dir, 'entry.js');
+    writeFileSync(outfile, code);
+    writeFileSync(`${outfile}.map`, '{}');
+    return { outfile, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  }
+
+  it('removes a bundle that renames an error class, so the command runs the sources', () => {
+    const { outfile, remove } = bundleOf('var ApiError = class _ApiError extends Error {};');
+    try {
+      const message = rejectRenamedClasses(outfile);
+      expect(message).toContain('ApiError as _ApiError');
+      expect(message).toContain('runs the sources');
+      expect(existsSync(outfile)).toBe(false);
+      expect(existsSync(`${outfile}.map`)).toBe(false);
+    } finally {
+      remove();
+    }
+  });
+
+  it('keeps a sound bundle', () => {
+    const { outfile, remove } = bundleOf('class ApiError extends Error {}');
+    try {
+      expect(rejectRenamedClasses(outfile)).toBeNull();
+      expect(existsSync(outfile)).toBe(true);
+      expect(existsSync(`${outfile}.map`)).toBe(true);
+    } finally {
+      remove();
+    }
+  });
 });

@@ -5,14 +5,36 @@ import { dirname, join, resolve } from 'node:path';
 /** The repository root. */
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 
-/** telesync's entry script, for node to run directly (the simulator). */
-export const TELESYNC_BIN = join(REPO_ROOT, 'bin/telesync.js');
-
 /**
  * The `telesync` command as npm installs it (package.json "bin"): a script that runs node, as one
  * process, with the young generation the command sets. What the benchmarks measure telesync as.
  */
 export const TELESYNC_COMMAND = join(REPO_ROOT, 'bin/telesync');
+
+/** The script the command runs under node. */
+const TELESYNC_SCRIPT = join(REPO_ROOT, 'bin/telesync.js');
+
+/**
+ * The flags the command gives node (bin/telesync; test/unit/bench-invocation.test.ts keeps the two
+ * in step).
+ */
+export const COMMAND_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32'];
+
+/**
+ * How to start `telesync <args>` with node flags `nodeArgs`: the command itself when there are
+ * none; otherwise node with the command's flags and those, since some (--cpu-prof) are refused in
+ * NODE_OPTIONS, the only way through the command. Either way one process, node's.
+ */
+export function telesyncInvocation(
+  args: readonly string[],
+  nodeArgs: readonly string[] = [],
+): { command: string; args: string[] } {
+  if (nodeArgs.length === 0) return { command: TELESYNC_COMMAND, args: [...args] };
+  return {
+    command: process.execPath,
+    args: [...COMMAND_NODE_FLAGS, ...nodeArgs, TELESYNC_SCRIPT, ...args],
+  };
+}
 
 /** Where the results are written. */
 export const RESULTS_DIR = join(REPO_ROOT, 'bench/results');

@@ -1,12 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { getPriority, setPriority } from 'node:os';
 import { HarnessError } from './bench-errors.js';
-import { baseChildEnv, createScratchDir, TELESYNC_BIN } from './paths.js';
+import { baseChildEnv, createScratchDir, telesyncInvocation } from './paths.js';
 import { readProcessCpuTicks } from './proc-stats.js';
 
 /**
  * The simulator of the service as its own process (`telesync simulate --port 0 …`), as users run
- * it, so that its CPU is not the benchmark's and the client talks to it over real sockets.
+ * it, so that its CPU is not the benchmark's and the client talks to it over real sockets. Through
+ * the `telesync` command, as telesync itself is measured: node with the command's young generation
+ * (until stop 34 the benchmarks ran bin/telesync.js directly, with V8's default, and the simulator
+ * spent a tenth of its CPU more on collecting garbage).
  */
 
 export interface BenchAccount {
@@ -95,8 +98,6 @@ export class SimulatorProcess {
   static async start(options: SimulatorProcessOptions): Promise<SimulatorProcess> {
     const scratch = createScratchDir('sim');
     const args = [
-      ...(options.nodeArgs ?? []),
-      TELESYNC_BIN,
       'simulate',
       '--port',
       '0',
@@ -115,7 +116,10 @@ export class SimulatorProcess {
       ...(options.days !== undefined ? ['--days', String(options.days)] : []),
       ...(options.rateLimit !== undefined ? ['--rate-limit', options.rateLimit] : []),
     ];
-    const child = spawn(process.execPath, args, {
+    const invocation = telesyncInvocation(args, options.nodeArgs);
+    // One process either way (the command execs node): the child's PID is the simulator's, for
+    // its niceness and CPU.
+    const child = spawn(invocation.command, invocation.args, {
       cwd: scratch.path,
       env: baseChildEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],

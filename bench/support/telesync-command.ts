@@ -1,5 +1,5 @@
 import { HarnessError } from './bench-errors.js';
-import { baseChildEnv, createScratchDir, TELESYNC_COMMAND } from './paths.js';
+import { baseChildEnv, createScratchDir, telesyncInvocation } from './paths.js';
 import { requireSuccess, runMonitored, type MonitoredRun } from './process-monitor.js';
 import type { SimulatorProcess } from './simulator-process.js';
 
@@ -62,15 +62,12 @@ export async function runTelesync(
 ): Promise<TelesyncRun> {
   const scratch = createScratchDir('cwd');
   try {
-    const env = telesyncEnv(settings);
-    // Node's own flags go through NODE_OPTIONS, which the command passes on to node.
-    if (options.nodeArgs !== undefined && options.nodeArgs.length > 0)
-      env.NODE_OPTIONS = options.nodeArgs.join(' ');
+    const invocation = telesyncInvocation([...args, '--json'], options.nodeArgs);
     const run = await runMonitored({
       label: options.label,
-      command: TELESYNC_COMMAND,
-      args: [...args, '--json'],
-      env,
+      command: invocation.command,
+      args: invocation.args,
+      env: telesyncEnv(settings),
       cwd: scratch.path,
       timeoutMs: options.timeoutMs,
       simulatorPid: settings.simulator.pid,

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_ACCOUNT_CONCURRENCY } from '../src/config/component-settings.js';
+import { CONFIG_DEFAULTS } from '../src/config/load-config.js';
 import { LOAD_WINDOW_MS, LOAD_WINDOW_REQUESTS } from '../src/simulator/state/simulator-stats.js';
 import { evenWaveWidth } from '../src/util/even-wave-width.js';
 import { measureCopyLimit } from './backfill/measure-copy-limit.js';
@@ -41,8 +42,9 @@ import { verifyAccountRows, type AccountCoverage } from './support/verify-rows.j
  * account alone, with no 429 and no account above 300 requests in any 5 s (the simulator's own
  * count); (b) the wide scenario, run three times with the simulator at a lower scheduling priority,
  * reaches 85% of min(accounts × the per-account ceiling, the COPY limit measured here) in its median
- * run (the same scenario at equal priority is run once and reported beside it); (c) the telesync
- * process stays under 400 MB resident.
+ * run (the same scenario at equal priority is run once and reported beside it), writing through as
+ * many connections as the COPY limit was measured best on; (c) the telesync process stays under
+ * 400 MB resident.
  */
 
 const PAGE_ROWS = 20;
@@ -69,6 +71,8 @@ export interface MultiAccountRun {
   readonly accountConcurrency: number;
   /** Accounts telesync ran at once for that setting: waves of equal width (evenWaveWidth). */
   readonly accountsAtOnce: number;
+  /** TELESYNC_LOAD_CONNECTIONS: the sessions telesync's batches were written through. */
+  readonly loadConnections: number;
   readonly rows: number;
   readonly wallMs: number;
   readonly rowsPerSecond: number;
@@ -119,10 +123,14 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     );
     const dataset = await verifiedDataset(simulator, narrow[0]!);
     runs.push(
-      await runBackfill(context, simulator, dataset, narrow.slice(0, 1), 'one account alone', 1),
+      await runBackfill(context, simulator, dataset, narrow.slice(0, 1), 'one account alone', 1, {
+        loadConnections: CONFIG_DEFAULTS.loadConnections,
+      }),
     );
     runs.push(
-      await runBackfill(context, simulator, dataset, narrow, `${accounts} accounts`, accounts),
+      await runBackfill(context, simulator, dataset, narrow, `${accounts} accounts`, accounts, {
+        loadConnections: CONFIG_DEFAULTS.loadConnections,
+      }),
     );
   } finally {
     await simulator.stop();
@@ -135,6 +143,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   let copyBefore: CopyLimitRun;
   let copyAfter: CopyLimitRun;
   let wideConcurrency: number;
+  let wideLoadConnections: number;
   let equalPriority: MultiAccountRun;
   const niceRuns: MultiAccountRun[] = [];
   try {
@@ -152,8 +161,11 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       ceilingRowsPerSecond,
       wideAccounts,
     );
+    // The bound is the best of the lanes measured; the runs write through as many sessions, as an
+    // operator who measured their database would set it (README, TELESYNC_LOAD_CONNECTIONS).
+    wideLoadConnections = copyBefore.bestLanes;
     context.log(
-      `${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls, TELESYNC_ACCOUNT_CONCURRENCY=${wideConcurrency}: ${evenWaveWidth(wideAccounts, wideConcurrency)} at once`,
+      `${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls, TELESYNC_ACCOUNT_CONCURRENCY=${wideConcurrency}: ${evenWaveWidth(wideAccounts, wideConcurrency)} at once; TELESYNC_LOAD_CONNECTIONS=${wideLoadConnections}`,
     );
     // First with the simulator at the same priority as telesync and PostgreSQL (as every stop
     // before stop 25 measured), then with it lowered: the target is measured on the second.
@@ -164,6 +176,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       wide,
       `${wideAccounts} accounts, simulator at equal priority`,
       wideConcurrency,
+      { loadConnections: wideLoadConnections },
     );
     runs.push(equalPriority);
     const niceness = wideSimulator.setNiceness(WIDE_SIMULATOR_NICENESS);
@@ -181,6 +194,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
           wide,
           `${wideAccounts} accounts, simulator at nice ${WIDE_SIMULATOR_NICENESS}, run ${round}/${WIDE_NICE_RUNS}`,
           wideConcurrency,
+          { loadConnections: wideLoadConnections },
         ),
       );
     }
@@ -227,6 +241,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       wideShare,
       wideNiceSharesByRun: niceRuns.map((run) => round(run.rowsPerSecond / wideBound, 4)),
       wideAccountConcurrency: wideConcurrency,
+      wideLoadConnections,
       wideAccountsAtOnce: many.accountsAtOnce,
       wideFullUseRowsPerSecond: fullUse,
       wideFullUseShare: fullUse === null ? null : round(fullUse / wideBound, 4),
@@ -293,7 +308,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     ],
     tables: [{ title: 'Runs', table: runsTable(runs, ceilingRowsPerSecond) }],
     notes: [
-      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the README's sizing rule, twice the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)}, rounded (${wideConcurrency} here), which telesync runs in waves of equal width (${many.accountsAtOnce} at once): fewer leave the writer idle, more cost more CPU per row (docs/scaling.md).`,
+      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the README's sizing rule, twice the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)}, rounded (${wideConcurrency} here), which telesync runs in waves of equal width (${many.accountsAtOnce} at once): fewer leave the writer idle, more cost more CPU per row (docs/scaling.md). TELESYNC_LOAD_CONNECTIONS: the default ${CONFIG_DEFAULTS.loadConnections} for one and ${accounts} accounts; for ${wideAccounts}, the connections the COPY limit was measured best on (${wideLoadConnections} here), so that the runs write through as many sessions as the bound.`,
       `The ${wideAccounts} accounts run twice against the same simulator: first with it at the same priority as telesync and PostgreSQL (${formatInteger(equalPriority.rowsPerSecond)} rows/s, ${formatPercent(equalPriorityShare)} of the bound${equalPriorityFullUse === null ? '' : `, ${formatPercent(equalPriorityFullUse / wideBound)} at full use`}), then with it at nice ${WIDE_SIMULATOR_NICENESS}, ${WIDE_NICE_RUNS} times (the target takes the median run: ${niceRuns.map((run) => formatPercent(run.rowsPerSecond / wideBound)).join(', ')}). The simulator stands in for a service whose CPU is on other machines; at equal priority on this machine's cores it delays telesync's event loop, and with it the answers the loading sessions wait for (docs/scaling.md). It serves every request either way, and the 429s and requests per 5 s are still its counts.`,
       `The COPY limit is measured before the ${wideAccounts}-account runs (${formatInteger(copyBefore.rowsPerSecond)} rows/s, best of ${copyBefore.loads.map((load) => `${formatInteger(load.rowsPerSecond)} on ${load.lanes}`).join(', ')} lane(s)) and again after them on ${copyBefore.bestLanes} lane(s) (${formatInteger(copyAfter.rowsPerSecond)}); the bound uses their mean (${formatInteger(copyLimitRowsPerSecond)}), the machine's limit while the runs ran.`,
       `CPU is each process's from /proc over the run (PostgreSQL: every process named postgres). "At full use" is the rows/s the ${wideAccounts}-account run would make with every core busy for telesync, PostgreSQL and the simulator at the CPU per row it used${fullUse === null ? '' : `: ${formatInteger(fullUse)} rows/s, ${formatPercent(fullUse / wideBound)} of the bound`}; the share cannot pass that on this machine without less CPU per row.`,
@@ -360,6 +375,7 @@ async function runBackfill(
   accounts: readonly BenchAccount[],
   scenario: string,
   accountConcurrency: number,
+  { loadConnections }: { loadConnections: number },
 ): Promise<MultiAccountRun> {
   const { settings, db } = context;
   // Start with every account's whole budget: nothing in the simulator's sliding window.
@@ -388,6 +404,7 @@ async function runBackfill(
       extraEnv: {
         TELESYNC_CONFIG: configPath,
         TELESYNC_ACCOUNT_CONCURRENCY: String(accountConcurrency),
+        TELESYNC_LOAD_CONNECTIONS: String(loadConnections),
         TELESYNC_RATE_WINDOW_SECONDS: String(settings.rateLimit.windowSeconds),
       },
     });
@@ -435,6 +452,7 @@ async function runBackfill(
       accounts: accounts.length,
       accountConcurrency,
       accountsAtOnce: evenWaveWidth(accounts.length, accountConcurrency),
+      loadConnections,
       rows,
       wallMs: round(run.wallMs),
       rowsPerSecond: round((rows / run.wallMs) * 1000),
@@ -499,6 +517,7 @@ function runsTable(runs: readonly MultiAccountRun[], ceilingRowsPerSecond: numbe
       'scenario',
       'accounts',
       'at once',
+      'loading connections',
       'rows',
       'wall',
       'rows/s',
@@ -516,6 +535,7 @@ function runsTable(runs: readonly MultiAccountRun[], ceilingRowsPerSecond: numbe
       run.accountsAtOnce === run.accountConcurrency
         ? formatInteger(run.accountsAtOnce)
         : `${formatInteger(run.accountsAtOnce)} (setting ${formatInteger(run.accountConcurrency)})`,
+      formatInteger(run.loadConnections),
       formatInteger(run.rows),
       formatSeconds(run.wallMs),
       formatInteger(run.rowsPerSecond),

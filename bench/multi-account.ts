@@ -123,14 +123,10 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     );
     const dataset = await verifiedDataset(simulator, narrow[0]!);
     runs.push(
-      await runBackfill(context, simulator, dataset, narrow.slice(0, 1), 'one account alone', 1, {
-        loadConnections: CONFIG_DEFAULTS.loadConnections,
-      }),
+      await runBackfill(context, simulator, dataset, narrow.slice(0, 1), 'one account alone', 1),
     );
     runs.push(
-      await runBackfill(context, simulator, dataset, narrow, `${accounts} accounts`, accounts, {
-        loadConnections: CONFIG_DEFAULTS.loadConnections,
-      }),
+      await runBackfill(context, simulator, dataset, narrow, `${accounts} accounts`, accounts),
     );
   } finally {
     await simulator.stop();
@@ -143,7 +139,6 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   let copyBefore: CopyLimitRun;
   let copyAfter: CopyLimitRun;
   let wideConcurrency: number;
-  let wideLoadConnections: number;
   let equalPriority: MultiAccountRun;
   const niceRuns: MultiAccountRun[] = [];
   try {
@@ -163,9 +158,9 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     );
     // The bound is the best of the lanes measured; the runs write through as many sessions, as an
     // operator who measured their database would set it (README, TELESYNC_LOAD_CONNECTIONS).
-    wideLoadConnections = copyBefore.bestLanes;
+    const wideLoad = { loadConnections: copyBefore.bestLanes };
     context.log(
-      `${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls, TELESYNC_ACCOUNT_CONCURRENCY=${wideConcurrency}: ${evenWaveWidth(wideAccounts, wideConcurrency)} at once; TELESYNC_LOAD_CONNECTIONS=${wideLoadConnections}`,
+      `${wideAccounts} accounts × ${formatInteger(wideCallsPerAccount)} calls, TELESYNC_ACCOUNT_CONCURRENCY=${wideConcurrency}: ${evenWaveWidth(wideAccounts, wideConcurrency)} at once; TELESYNC_LOAD_CONNECTIONS=${wideLoad.loadConnections}`,
     );
     // First with the simulator at the same priority as telesync and PostgreSQL (as every stop
     // before stop 25 measured), then with it lowered: the target is measured on the second.
@@ -176,7 +171,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       wide,
       `${wideAccounts} accounts, simulator at equal priority`,
       wideConcurrency,
-      { loadConnections: wideLoadConnections },
+      wideLoad,
     );
     runs.push(equalPriority);
     const niceness = wideSimulator.setNiceness(WIDE_SIMULATOR_NICENESS);
@@ -194,7 +189,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
           wide,
           `${wideAccounts} accounts, simulator at nice ${WIDE_SIMULATOR_NICENESS}, run ${round}/${WIDE_NICE_RUNS}`,
           wideConcurrency,
-          { loadConnections: wideLoadConnections },
+          wideLoad,
         ),
       );
     }
@@ -241,7 +236,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       wideShare,
       wideNiceSharesByRun: niceRuns.map((run) => round(run.rowsPerSecond / wideBound, 4)),
       wideAccountConcurrency: wideConcurrency,
-      wideLoadConnections,
+      wideLoadConnections: many.loadConnections,
       wideAccountsAtOnce: many.accountsAtOnce,
       wideFullUseRowsPerSecond: fullUse,
       wideFullUseShare: fullUse === null ? null : round(fullUse / wideBound, 4),
@@ -308,7 +303,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     ],
     tables: [{ title: 'Runs', table: runsTable(runs, ceilingRowsPerSecond) }],
     notes: [
-      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the README's sizing rule, twice the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)}, rounded (${wideConcurrency} here), which telesync runs in waves of equal width (${many.accountsAtOnce} at once): fewer leave the writer idle, more cost more CPU per row (docs/scaling.md). TELESYNC_LOAD_CONNECTIONS: the default ${CONFIG_DEFAULTS.loadConnections} for one and ${accounts} accounts; for ${wideAccounts}, the connections the COPY limit was measured best on (${wideLoadConnections} here), so that the runs write through as many sessions as the bound.`,
+      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the README's sizing rule, twice the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)}, rounded (${wideConcurrency} here), which telesync runs in waves of equal width (${many.accountsAtOnce} at once): fewer leave the writer idle, more cost more CPU per row (docs/scaling.md). TELESYNC_LOAD_CONNECTIONS: the default ${CONFIG_DEFAULTS.loadConnections} for one and ${accounts} accounts; for ${wideAccounts}, the connections the COPY limit was measured best on (${many.loadConnections} here), so that the runs write through as many sessions as the bound.`,
       `The ${wideAccounts} accounts run twice against the same simulator: first with it at the same priority as telesync and PostgreSQL (${formatInteger(equalPriority.rowsPerSecond)} rows/s, ${formatPercent(equalPriorityShare)} of the bound${equalPriorityFullUse === null ? '' : `, ${formatPercent(equalPriorityFullUse / wideBound)} at full use`}), then with it at nice ${WIDE_SIMULATOR_NICENESS}, ${WIDE_NICE_RUNS} times (the target takes the median run: ${niceRuns.map((run) => formatPercent(run.rowsPerSecond / wideBound)).join(', ')}). The simulator stands in for a service whose CPU is on other machines; at equal priority on this machine's cores it delays telesync's event loop, and with it the answers the loading sessions wait for (docs/scaling.md). It serves every request either way, and the 429s and requests per 5 s are still its counts.`,
       `The COPY limit is measured before the ${wideAccounts}-account runs (${formatInteger(copyBefore.rowsPerSecond)} rows/s, best of ${copyBefore.loads.map((load) => `${formatInteger(load.rowsPerSecond)} on ${load.lanes}`).join(', ')} lane(s)) and again after them on ${copyBefore.bestLanes} lane(s) (${formatInteger(copyAfter.rowsPerSecond)}); the bound uses their mean (${formatInteger(copyLimitRowsPerSecond)}), the machine's limit while the runs ran.`,
       `CPU is each process's from /proc over the run (PostgreSQL: every process named postgres). "At full use" is the rows/s the ${wideAccounts}-account run would make with every core busy for telesync, PostgreSQL and the simulator at the CPU per row it used${fullUse === null ? '' : `: ${formatInteger(fullUse)} rows/s, ${formatPercent(fullUse / wideBound)} of the bound`}; the share cannot pass that on this machine without less CPU per row.`,
@@ -366,7 +361,8 @@ async function verifiedDataset(
 
 /**
  * One `telesync backfill --days 90` of the given accounts, named in a TELESYNC_CONFIG file; every
- * account's rows checked against the simulator's `dataset`.
+ * account's rows checked against the simulator's `dataset`. Loads through telesync's default
+ * connections unless `loadConnections` is given.
  */
 async function runBackfill(
   context: BenchContext,
@@ -375,7 +371,7 @@ async function runBackfill(
   accounts: readonly BenchAccount[],
   scenario: string,
   accountConcurrency: number,
-  { loadConnections }: { loadConnections: number },
+  { loadConnections = CONFIG_DEFAULTS.loadConnections }: { loadConnections?: number } = {},
 ): Promise<MultiAccountRun> {
   const { settings, db } = context;
   // Start with every account's whole budget: nothing in the simulator's sliding window.

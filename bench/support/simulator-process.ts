@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { getPriority, setPriority } from 'node:os';
+import type { AccountLoad } from '../../src/simulator/state/simulator-stats.js';
 import { HarnessError } from './bench-errors.js';
 import { baseChildEnv, createScratchDir, telesyncInvocation } from './paths.js';
 import { readProcessCpuTicks } from './proc-stats.js';
@@ -39,11 +40,8 @@ export interface SimulatorStats {
   faults: Record<string, number>;
   rateLimited: number;
   recordsGenerated: number;
-  /** Per account: requests, the most in any 5 s (sliding), the most in flight. */
-  accounts?: Record<
-    string,
-    { requests: number; maxPerWindow: number; maxInFlight: number; tightestSpanMs: number | null }
-  >;
+  /** Per account, as the simulator measures it (requests, the most in any 5 s, …). */
+  accounts?: Record<string, AccountLoad>;
 }
 
 /** What GET /__admin/dataset answers (the parts the benchmarks read). */

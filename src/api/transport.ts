@@ -130,8 +130,7 @@ export class HttpTransport {
   /** Every request's headers, built once: they never change for a transport. */
   readonly #headers: Readonly<Record<string, string>>;
   readonly #headersWithJsonBody: Readonly<Record<string, string>>;
-  /** Texts that must never leave the transport in an error: the token and the header built from it. */
-  /** Removes the token and the credentials made of it from what errors and logs show. */
+  /** Removes what must never leave the transport in an error: the token and the header of it. */
   readonly #redact: Redactor;
   #pausedUntilMs = 0;
   #cappedRetryAfterTold = false;

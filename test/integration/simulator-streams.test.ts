@@ -19,6 +19,7 @@ import {
   type CallbackReceiver,
   type ReceivedCallback,
 } from '../support/callback-receiver.js';
+import { inheritedFakedClock } from '../support/faked-clock.js';
 import { startMediaServer, waitFor, type MediaServer } from '../support/media-server.js';
 import {
   createTestCertificateAuthority,
@@ -574,6 +575,9 @@ describe('closing the simulator', () => {
         cwd: resolve(import.meta.dirname, '../..'),
         env: {
           PATH: process.env.PATH ?? '',
+          // Under `faketime … vitest`, the child trusts the media server's certificate, made on
+          // the faked clock, only on the same clock.
+          ...inheritedFakedClock(),
           MEDIA_URL: `${media.url}/closing`,
           CALLBACK_URL: `${receiver.url}/callbacks/closing`,
           MEDIA_CA: ca.caFile,

@@ -73,16 +73,27 @@ export function buildThroughputReport(results: ThroughputResults): BenchmarkRepo
       threshold: 300,
       basis: worst,
     }),
-    checkTarget({
-      id: 'backfill-rss-flat',
-      description: 'memory flat over the backfill (last-quarter RSS peak ÷ second-quarter peak)',
-      measured: growths.length > 0 ? round(maxOf(growths), 3) : null,
-      unit: 'ratio',
-      comparator: '<=',
-      threshold: 1.1,
-      basis: worst,
-    }),
   ];
+  // A quick run's backfill is over in seconds, its second quarter still inside the heap's growth
+  // to its working size (126% at stop 34 against 102% in the full run): flatness is judged on
+  // full runs only, and a quick one reports what it saw.
+  if (settings.mode === 'full') {
+    targets.push(
+      checkTarget({
+        id: 'backfill-rss-flat',
+        description: 'memory flat over the backfill (last-quarter RSS peak ÷ second-quarter peak)',
+        measured: growths.length > 0 ? round(maxOf(growths), 3) : null,
+        unit: 'ratio',
+        comparator: '<=',
+        threshold: 1.1,
+        basis: worst,
+      }),
+    );
+  } else {
+    notes.push(
+      `Memory flatness is judged on full runs only: this quick backfill of ${formatInteger(figures.rows)} rows ends before telesync's heap settles (its last quarter's RSS peak ${growths.length > 0 ? `${round(maxOf(growths), 3)}×` : 'not measured against'} its second quarter's).`,
+    );
+  }
 
   notes.push(
     'End to end is the wall time of the `telesync backfill --days 90` process, start-up included; the limits time only their work (first request to last answer; first batch to last commit).',

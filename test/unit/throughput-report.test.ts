@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { buildThroughputReport } from '../../bench/backfill/throughput-report.js';
+import type { ThroughputRound } from '../../bench/backfill/throughput-round.js';
+import { parseBenchSettings, type BenchSettings } from '../../bench/support/bench-settings.js';
+
+function settings(argv: string[]): BenchSettings {
+  const parsed = parseBenchSettings(argv, {}, '/tmp/telesync-bench-results');
+  if (parsed === 'help') throw new Error('settings expected');
+  return parsed;
+}
+
+/** One round whose backfill's last-quarter RSS peak is `growth` times its second quarter's. */
+function round(growth: number): ThroughputRound {
+  const q2 = 100_000_000;
+  return {
+    round: 1,
+    order: ['telesync', 'fetch', 'copy'],
+    endToEnd: {
+      rows: 100_000,
+      wallMs: 5_000,
+      rowsPerSecond: 20_000,
+      telesyncDurationMs: 4_600,
+      requests: 5_000,
+      simulatorRequests: 5_000,
+      retries: 0,
+      windows: 91,
+      peakRssBytes: q2 * growth,
+      rssQuarterPeaksBytes: [q2 * 0.8, q2, q2, q2 * growth],
+      rssGrowth: growth,
+      cpu: null,
+      coveredFrom: '2026-08-29T00:00:00.000000Z',
+      coveredTo: '2026-11-27T00:00:00.000000Z',
+    },
+    fetchLimit: {
+      records: 100_000,
+      elapsedMs: 1_500,
+      rowsPerSecond: 66_667,
+      requests: 5_000,
+      simulatorRequests: 5_000,
+      retries: 0,
+      peakRssBytes: null,
+      cpu: null,
+    },
+    copyLimit: {
+      rows: 100_000,
+      rowsPerSecond: 25_000,
+      bestLanes: 2,
+      loads: [{ lanes: 2, loadMs: 4_000, rowsPerSecond: 25_000, gcMs: 10 }],
+      prepareMs: 1_000,
+      batches: 50,
+    },
+    slowerLimit: 'copy',
+    ratio: 0.8,
+  };
+}
+
+function report(argv: string[], growth: number) {
+  return buildThroughputReport({
+    settings: settings(argv),
+    startedAt: '2026-11-27T20:00:00.000Z',
+    rounds: [round(growth)],
+    profile: null,
+    notes: [],
+  });
+}
+
+describe('the backfill benchmark’s memory-flat target', () => {
+  it('is judged on a full run, and fails when the last quarter grew', () => {
+    const flat = report([], 1.26).targets.find((target) => target.id === 'backfill-rss-flat');
+    expect(flat).toMatchObject({ measured: 1.26, threshold: 1.1, pass: false });
+    expect(report([], 1.02).targets.find((target) => target.id === 'backfill-rss-flat')?.pass).toBe(
+      true,
+    );
+  });
+
+  it('is not judged on a quick run, which says what it saw instead', () => {
+    const quick = report(['--quick'], 1.263);
+    expect(quick.targets.map((target) => target.id)).not.toContain('backfill-rss-flat');
+    expect(quick.targets.map((target) => target.id)).toContain('backfill-peak-rss');
+    expect(quick.notes.join('\n')).toContain(
+      'Memory flatness is judged on full runs only: this quick backfill of 100,000 rows',
+    );
+    expect(quick.notes.join('\n')).toContain('1.263×');
+    expect(quick.figures.rssGrowthWorst).toBe(1.263);
+  });
+});

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CompiledQuery, type Kysely } from 'kysely';
 import { compileCopy, CopyPayload, CopyText, encodeCopyValue } from './copy-payload.js';
+import { preparedQuery } from './prepared-query.js';
 import { qualifiedName, quoteIdent } from './identifiers.js';
 import { VOLATILE_RAW_KEYS, type DataTableSpec } from './table-specs.js';
 
@@ -122,25 +123,36 @@ export async function upsertPreparedRows(
   let written = 0;
   if (prepared.strategy === 'copy') {
     const staging = stagingTableName(schema, spec.table);
-    const before = [
+    const createStaging =
       `CREATE TEMP TABLE IF NOT EXISTS ${quoteIdent(staging)} ` +
-        `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`,
-    ];
+      `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`;
+    const before: string[] = [];
     const text =
       unique.length === prepared.length ? prepared.copyText : prepared.copyText.pick(unique);
     // ON COMMIT DELETE ROWS empties the staging table at commit, so only a second batch in the
     // same transaction finds rows there (the first one's): emptied first then, and only then, since
     // with many accounts loading small batches each statement counts. DELETE, not TRUNCATE:
     // TRUNCATE gives the table a new file and so changes the catalog, which every other session
-    // must then catch up with. Both go with the COPY, in its message (CopyPayload's `before`).
+    // must then catch up with. The emptying and the table's creation (`sessionSetup`: once a
+    // session) go with the COPY, in its message.
     const stagedBefore = stagedIn.get(trx);
     if (stagedBefore?.has(staging) === true) before.push(`DELETE FROM ${quoteIdent(staging)}`);
     if (stagedBefore === undefined) stagedIn.set(trx, new Set([staging]));
     else stagedBefore.add(staging);
     await trx.executeQuery(
-      compileCopy(new CopyPayload(quoteIdent(staging), spec.columns.map(quoteIdent), text, before)),
+      compileCopy(
+        new CopyPayload(quoteIdent(staging), spec.columns.map(quoteIdent), text, before, [
+          createStaging,
+        ]),
+      ),
     );
-    written = await runUpsert(trx, buildUpsertSql(schema, spec, { staging }), [syncedAt], spec);
+    // Prepared: the same text every batch, whose parsing and planning cost the server as much as
+    // a few hundred rows' upsert in a small batch.
+    written = await runUpsert(
+      trx,
+      preparedQuery(buildUpsertSql(schema, spec, { staging }), [syncedAt]),
+      spec,
+    );
   } else {
     const rows = unique.map((index) => prepared.rows[index]!);
     const perStatement = Math.max(1, Math.floor(MAX_STATEMENT_PARAMETERS / spec.columns.length));
@@ -151,8 +163,7 @@ export async function upsertPreparedRows(
         for (const column of spec.columns) parameters.push(toParameter(row[column]));
       written += await runUpsert(
         trx,
-        buildUpsertSql(schema, spec, { rows: chunk.length }),
-        parameters,
+        CompiledQuery.raw(buildUpsertSql(schema, spec, { rows: chunk.length }), parameters),
         spec,
       );
     }
@@ -162,13 +173,10 @@ export async function upsertPreparedRows(
 
 async function runUpsert(
   trx: QueryRunner,
-  text: string,
-  parameters: readonly unknown[],
+  query: CompiledQuery,
   spec: DataTableSpec,
 ): Promise<number> {
-  const result = await trx.executeQuery<{ written: boolean }>(
-    CompiledQuery.raw(text, [...parameters]),
-  );
+  const result = await trx.executeQuery<{ written: boolean }>(query);
   // Snapshot rows are all touched (last_seen_at), so count those whose synced_at is this batch's.
   return spec.snapshot
     ? result.rows.filter((row) => row.written).length

@@ -239,4 +239,35 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
       ['e2', 'e2'],
     ]);
   });
+
+  it.runIf(target.kind === 'postgres' && strategy === 'copy')(
+    'keeps one staging table and one prepared upsert per session, across transactions',
+    async () => {
+      const { schema } = handle.database;
+      const prepared = await handle.database.root.connection().execute(async (session) => {
+        for (const [index, at] of ['2026-11-22T00:00:00Z', '2026-11-22T01:00:00Z'].entries()) {
+          const result = await session
+            .transaction()
+            .execute((trx) =>
+              upsertDataRows(trx, schema, TRUNK_CALLS, [call(`s${index}`), call('s9')], at),
+            );
+          expect(result).toEqual({ upserted: 2, written: index === 0 ? 2 : 1 });
+        }
+        return (
+          await sql<{ statement: string }>`
+            SELECT statement FROM pg_prepared_statements
+            WHERE statement LIKE ${`INSERT INTO "${schema}"."trunk_calls"%`}`.execute(session)
+        ).rows;
+      });
+      expect(prepared).toHaveLength(1);
+      expect(prepared[0]!.statement).toContain('ON CONFLICT');
+      const rows = await handle.database.db
+        .selectFrom('trunk_calls')
+        .select('call_uuid')
+        .where('call_uuid', 'in', ['s0', 's1', 's9'])
+        .orderBy('call_uuid')
+        .execute();
+      expect(rows.map((row) => row.call_uuid)).toEqual(['s0', 's1', 's9']);
+    },
+  );
 });

@@ -1,5 +1,7 @@
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { compileCopy, CopyPayload } from '../../src/db/copy-payload.js';
+import { MAX_PREPARED_PER_SESSION } from '../../src/db/drivers/pg-driver.js';
+import { preparedQuery, preparedStatementName } from '../../src/db/prepared-query.js';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, harnessTarget, type TestDatabase } from '../support/test-database.js';
@@ -160,4 +162,125 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
     expect(next).toEqual([`INSERT INTO ${table} VALUES (6)`]);
     expect(await stored()).toEqual([1, 2, 3, 5, 6]);
   });
+
+  it("runs a COPY's session setup once a session, counting it done only when its transaction commits", async () => {
+    const staging = 'driver_session_staging';
+    const create = `CREATE TEMP TABLE IF NOT EXISTS ${staging} (n int) ON COMMIT DELETE ROWS`;
+    const copy = (rows: string) =>
+      compileCopy(new CopyPayload(staging, ['"n"'], rows, [], [create]));
+    const copyStatement = `COPY ${staging} ("n") FROM STDIN`;
+    // One session throughout, as a pooled connection is.
+    const sent = await sentDuring(() =>
+      handle.database.root.connection().execute(async (session) => {
+        // Rolled back: the table it made is gone with it, so the next COPY makes it again.
+        await expect(
+          session.transaction().execute(async (trx) => {
+            await trx.executeQuery(copy('20\n'));
+            throw new Error('given up after the COPY');
+          }),
+        ).rejects.toThrow('given up');
+        for (const n of [21, 22]) {
+          await session.transaction().execute(async (trx) => {
+            await trx.executeQuery(copy(`${n}\n`));
+            await trx.executeQuery(raw(`INSERT INTO ${table} SELECT n FROM ${staging}`));
+          });
+        }
+      }),
+    );
+    expect(sent).toEqual([
+      `begin;\n${create};\n${copyStatement}`,
+      'rollback',
+      `begin;\n${create};\n${copyStatement}`,
+      `INSERT INTO ${table} SELECT n FROM ${staging}`,
+      'commit',
+      `begin;\n${copyStatement}`,
+      `INSERT INTO ${table} SELECT n FROM ${staging}`,
+      'commit',
+    ]);
+    expect(await stored()).toEqual([1, 2, 3, 5, 6, 21, 22]);
+  });
+
+  it('makes the session setup again after a COMMIT that the server answered with ROLLBACK', async () => {
+    const staging = 'driver_failed_staging';
+    const create = `CREATE TEMP TABLE IF NOT EXISTS ${staging} (n int) ON COMMIT DELETE ROWS`;
+    const copy = (rows: string) =>
+      compileCopy(new CopyPayload(staging, ['"n"'], rows, [], [create]));
+    const sent = await sentDuring(() =>
+      handle.database.root.connection().execute(async (session) => {
+        // An error caught inside the transaction leaves it failed: COMMIT then rolls it back.
+        await session.transaction().execute(async (trx) => {
+          await trx.executeQuery(copy('30\n'));
+          await trx.executeQuery(raw('SELECT 1 / 0')).catch(() => undefined);
+        });
+        await session.transaction().execute(async (trx) => {
+          await trx.executeQuery(copy('31\n'));
+          await trx.executeQuery(raw(`INSERT INTO ${table} SELECT n FROM ${staging}`));
+        });
+      }),
+    );
+    expect(sent.filter((text) => text.includes(create))).toHaveLength(2);
+    expect(await stored()).toEqual([1, 2, 3, 5, 6, 21, 22, 31]);
+  });
+
+  it('sends a prepared query as a named statement, prepared once a session, with the same results', async () => {
+    const text = `INSERT INTO ${table} SELECT n FROM unnest($1::int[]) AS n`;
+    const named: (string | undefined)[] = [];
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- applied to its client below
+    const original = pg.Client.prototype.query;
+    vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
+      this: pg.Client,
+      ...args: unknown[]
+    ) {
+      const [first] = args;
+      if (typeof first === 'object' && (first as { text?: string }).text === text)
+        named.push((first as { name?: string }).name);
+      return (original as (...all: unknown[]) => unknown).apply(this, args) as never;
+    });
+    const statements = await handle.database.root.connection().execute(async (session) => {
+      for (const values of [[40, 41], [42]]) {
+        await session.transaction().execute(async (trx) => {
+          const result = await trx.executeQuery(preparedQuery(text, [values]));
+          expect(result.numAffectedRows).toBe(BigInt(values.length));
+        });
+      }
+      // Not a prepared query: the same text, unnamed.
+      await session.executeQuery(raw(text, [[43]]));
+      return (
+        await sql<{
+          statement: string;
+        }>`SELECT statement FROM pg_prepared_statements WHERE name = ${preparedStatementName(preparedQuery(text, []))}`.execute(
+          session,
+        )
+      ).rows;
+    });
+    vi.restoreAllMocks();
+    const name = preparedStatementName(preparedQuery(text, []));
+    expect(name).toMatch(/^telesync_[0-9a-f]{24}$/);
+    expect(named).toEqual([name, name, undefined]);
+    expect(statements.map((row) => row.statement)).toEqual([text]);
+    expect(await stored()).toEqual([1, 2, 3, 5, 6, 21, 22, 31, 40, 41, 42, 43]);
+  });
+
+  it(`prepares at most ${MAX_PREPARED_PER_SESSION} statements a session, and runs the others unnamed`, async () => {
+    const count = await handle.database.root.connection().execute(async (session) => {
+      const before = await preparedOn(session);
+      for (let k = 0; k < MAX_PREPARED_PER_SESSION + 5; k++) {
+        const result = await session.executeQuery<{ k: number }>(
+          preparedQuery(`SELECT $1::int + ${k} AS k`, [1]),
+        );
+        expect(result.rows).toEqual([{ k: 1 + k }]);
+      }
+      return (await preparedOn(session)) - before;
+    });
+    // The session had prepared one already (the test before, on the same pooled connection) or none.
+    expect(count).toBeGreaterThanOrEqual(MAX_PREPARED_PER_SESSION - 1);
+    expect(count).toBeLessThanOrEqual(MAX_PREPARED_PER_SESSION);
+  });
 });
+
+async function preparedOn(session: Kysely<unknown>): Promise<number> {
+  const result = await sql<{
+    count: string;
+  }>`SELECT count(*) AS count FROM pg_prepared_statements`.execute(session);
+  return Number(result.rows[0]!.count);
+}

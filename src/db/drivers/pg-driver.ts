@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { CompiledQuery } from 'kysely';
 import {
-  CompiledQuery,
   PostgresAdapter,
   PostgresIntrospector,
   PostgresQueryCompiler,
@@ -18,6 +18,7 @@ import {
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { copyPayloadOf } from '../copy-payload.js';
+import { preparedStatementName } from '../prepared-query.js';
 import { beginStatement } from './transaction-sql.js';
 import { SESSION_SETTINGS, TEXT_PARSERS } from '../type-parsers.js';
 import { CatalogIntrospector } from './catalog-introspector.js';
@@ -131,18 +132,39 @@ class PgDriver implements Driver {
 }
 
 /**
+ * Prepared statements one session keeps at most: one per data table and schema in use is the
+ * need; the bound keeps a process that loads into many schemas (the tests) from filling the
+ * server's memory with them. Past it, statements run unnamed.
+ */
+export const MAX_PREPARED_PER_SESSION = 64;
+
+/**
  * One pooled client. A transaction's BEGIN is not sent on its own: it waits for the transaction's
  * first statement and, when that one has no parameters or is a COPY (the loader's, with the
- * staging table's creation), goes in the same message, so a transaction costs one round trip
- * less. Against a database across a network each round trip is at least the network's latency
- * (docs/scaling.md, "Round trips of a loading transaction"). A syntax error in such a message
- * fails it whole, BEGIN included; the ROLLBACK that follows is then a warning, not an error.
+ * staging table's creation the first time on a session), goes in the same message, so a
+ * transaction costs one round trip less. Against a database across a network each round trip is
+ * at least the network's latency (docs/scaling.md, "Round trips of a loading transaction"). A
+ * syntax error in such a message fails it whole, BEGIN included; the ROLLBACK that follows is then
+ * a warning, not an error. What the session keeps (the staging tables, prepared statements) is
+ * remembered here, so the server is not asked to make it again (docs/scaling.md, "The cost of a
+ * loading transaction").
  */
 class PgConnection implements DatabaseConnection {
   /** Set when a query failed in a way that leaves the connection unusable (cut, killed). */
   #broken = false;
   /** The BEGIN of the transaction in hand, not sent yet. */
   #pendingBegin: string | undefined;
+  /** A transaction is in hand (begun, or its BEGIN waiting for the first statement). */
+  #inTransaction = false;
+  /**
+   * Session setup statements (CopyPayload's `sessionSetup`) whose effect this session keeps: run
+   * outside a transaction, or in one that committed. A COPY leaves them out.
+   */
+  readonly #sessionReady = new Set<string>();
+  /** Session setup statements run in the transaction in hand: kept if it commits. */
+  #setUpInTransaction: string[] = [];
+  /** Names of the statements prepared on this session (preparedStatementName). */
+  readonly #prepared = new Set<string>();
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -160,6 +182,7 @@ class PgConnection implements DatabaseConnection {
   /** Opens a transaction with `statement` along with its first statement. */
   deferBegin(statement: string): void {
     this.#pendingBegin = statement;
+    this.#inTransaction = true;
   }
 
   /**
@@ -167,11 +190,22 @@ class PgConnection implements DatabaseConnection {
    * never begun on the server, and ends here.
    */
   async end(statement: 'commit' | 'rollback'): Promise<void> {
+    const setUp = this.#setUpInTransaction;
+    this.#setUpInTransaction = [];
+    this.#inTransaction = false;
     if (this.#pendingBegin !== undefined) {
       this.#pendingBegin = undefined;
       return;
     }
-    await this.executeQuery(CompiledQuery.raw(statement));
+    let result: pg.QueryResult;
+    try {
+      result = await this.client.query(statement);
+    } catch (error) {
+      if (isConnectionLevelFailure(error)) this.#broken = true;
+      throw error;
+    }
+    // COMMIT of a transaction that failed (an error caught and not thrown on) answers ROLLBACK.
+    if (result.command === 'COMMIT') for (const setup of setUp) this.#sessionReady.add(setup);
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -189,17 +223,28 @@ class PgConnection implements DatabaseConnection {
       }
       if (payload !== undefined) {
         // The simple protocol runs every statement of a message in turn, a COPY FROM STDIN among
-        // them: BEGIN, the statements the payload asks for first, and the COPY go as one message.
-        const statements = [...(begin === undefined ? [] : [begin]), ...payload.before];
+        // them: BEGIN, the session's setup not done yet, the statements the payload asks for
+        // first, and the COPY go as one message.
+        const setup = payload.sessionSetup.filter(
+          (statement) => !this.#sessionReady.has(statement),
+        );
+        const statements = [...(begin === undefined ? [] : [begin]), ...setup, ...payload.before];
         const copy = this.client.query(
           copyFrom([...statements, payload.statement('STDIN')].join(';\n')),
         );
         await pipeline(Readable.from(payload.chunks()), copy);
+        if (this.#inTransaction) this.#setUpInTransaction.push(...setup);
+        else for (const statement of setup) this.#sessionReady.add(statement);
         return { rows: [], numAffectedRows: BigInt(copy.rowCount) };
       }
       if (begin !== undefined) await this.client.query(begin);
+      const name = this.#statementName(query);
       return queryResultOf<R>(
-        await this.client.query<R & pg.QueryResultRow>(query.sql, [...query.parameters]),
+        await this.client.query<R & pg.QueryResultRow>(
+          name === undefined
+            ? { text: query.sql, values: [...query.parameters] }
+            : { name, text: query.sql, values: [...query.parameters] },
+        ),
       );
     } catch (error) {
       if (isConnectionLevelFailure(error)) this.#broken = true;
@@ -211,8 +256,24 @@ class PgConnection implements DatabaseConnection {
     throw new Error('streaming queries are not used by telesync');
   }
 
+  /**
+   * The name to prepare `query` under on this session, if it is one to prepare
+   * (preparedStatementName) and the session holds fewer than MAX_PREPARED_PER_SESSION others.
+   */
+  #statementName(query: CompiledQuery): string | undefined {
+    const name = preparedStatementName(query);
+    if (name === undefined) return undefined;
+    if (!this.#prepared.has(name)) {
+      if (this.#prepared.size >= MAX_PREPARED_PER_SESSION) return undefined;
+      this.#prepared.add(name);
+    }
+    return name;
+  }
+
   release(): void {
     this.#pendingBegin = undefined;
+    this.#inTransaction = false;
+    this.#setUpInTransaction = [];
     // A broken client is destroyed rather than returned to the pool for the next caller to trip on.
     this.client.release(this.#broken ? true : undefined);
   }

@@ -154,7 +154,8 @@ class PGliteConnection implements DatabaseConnection {
     const payload = copyPayloadOf(query);
     if (payload !== undefined) {
       // In the process, a statement costs no round trip: the ones before the COPY go one by one.
-      for (const statement of payload.before) await this.pglite.query(statement);
+      for (const statement of [...payload.sessionSetup, ...payload.before])
+        await this.pglite.query(statement);
       const result = await this.pglite.query(payload.statement("'/dev/blob'"), [], {
         blob: new Blob(payload.chunks()),
       });

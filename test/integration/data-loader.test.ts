@@ -241,10 +241,18 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
   });
 
   it.runIf(target.kind === 'postgres' && strategy === 'copy')(
-    'keeps one staging table and one prepared upsert per session, across transactions',
+    'keeps one staging table and one prepared upsert per session, across transactions and a rollback',
     async () => {
       const { schema } = handle.database;
       const prepared = await handle.database.root.connection().execute(async (session) => {
+        // The session's first staging table and prepared upsert, in a transaction rolled back:
+        // the table goes with it, the prepared statement stays and finds the next table.
+        await expect(
+          session.transaction().execute(async (trx) => {
+            await upsertDataRows(trx, schema, TRUNK_CALLS, [call('s8')], '2026-11-22T00:00:00Z');
+            throw new Error('given up after the upsert');
+          }),
+        ).rejects.toThrow('given up');
         for (const [index, at] of ['2026-11-22T00:00:00Z', '2026-11-22T01:00:00Z'].entries()) {
           const result = await session
             .transaction()

@@ -1,6 +1,7 @@
 import type { CompiledQuery, QueryResult } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { copyPayloadOf } from '../../src/db/copy-payload.js';
+import { preparedStatementName } from '../../src/db/prepared-query.js';
 import {
   PreparedRows,
   rowKey,
@@ -87,16 +88,34 @@ describe('PreparedRows', () => {
         copyPayloadOf(query) !== undefined ? 'copy' : query.sql.split(' ')[0]!.toLowerCase(),
       );
     await upsertPreparedRows(runner, 'telephony', batch(), '2026-11-21T00:00:00Z');
-    // The staging table's creation goes with the COPY, in its message (CopyPayload's `before`).
+    // The staging table's creation goes with every COPY as the session's setup (the driver sends
+    // it once a session), its emptying as a statement before the COPY.
     expect(kinds()).toEqual(['copy', 'insert']);
-    expect(firstWords(copyPayloadOf(queries[0]!)!.before)).toEqual(['create']);
+    expect(firstWords(copyPayloadOf(queries[0]!)!.sessionSetup)).toEqual(['create']);
+    expect(copyPayloadOf(queries[0]!)!.before).toEqual([]);
     queries.length = 0;
     await upsertPreparedRows(runner, 'telephony', batch(), '2026-11-21T00:00:00Z');
     expect(kinds()).toEqual(['copy', 'insert']);
-    expect(firstWords(copyPayloadOf(queries[0]!)!.before)).toEqual(['create', 'delete']);
+    expect(firstWords(copyPayloadOf(queries[0]!)!.sessionSetup)).toEqual(['create']);
+    expect(firstWords(copyPayloadOf(queries[0]!)!.before)).toEqual(['delete']);
     // Another transaction (another runner) starts with an empty staging table.
     const other = recordingRunner();
     await upsertPreparedRows(other.runner, 'telephony', batch(), '2026-11-21T00:00:00Z');
-    expect(firstWords(copyPayloadOf(other.queries[0]!)!.before)).toEqual(['create']);
+    expect(copyPayloadOf(other.queries[0]!)!.before).toEqual([]);
+  });
+
+  it('sends the upsert from the staging table as a prepared query, the same name every batch', async () => {
+    const { runner, queries } = recordingRunner();
+    const names: (string | undefined)[] = [];
+    for (const at of ['2026-11-21T00:00:00Z', '2026-11-21T01:00:00Z']) {
+      const prepared = new PreparedRows(spec, 'copy');
+      prepared.add(endpoint('e1', 'one'));
+      await upsertPreparedRows(runner, 'telephony', prepared, at);
+      names.push(preparedStatementName(queries.at(-1)!));
+    }
+    expect(names[0]).toMatch(/^telesync_[0-9a-f]{24}$/);
+    expect(names[1]).toBe(names[0]);
+    // The copy itself is not a prepared statement.
+    expect(preparedStatementName(queries[0]!)).toBeUndefined();
   });
 });

@@ -28,9 +28,14 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
     vi.restoreAllMocks();
   });
 
-  /** The texts the pg clients were given while `work` ran (COPY streams as their statement). */
-  const sentDuring = async (work: () => Promise<unknown>): Promise<string[]> => {
-    const sent: string[] = [];
+  /** What the pg clients were given while `work` ran (COPY streams as their statement). */
+  const sentDuring = async (work: () => Promise<unknown>): Promise<string[]> =>
+    (await queriesDuring(work)).map((query) => query.text);
+  /** The same, with the name each was prepared under (none: unnamed). */
+  const queriesDuring = async (
+    work: () => Promise<unknown>,
+  ): Promise<{ text: string; name: string | undefined }[]> => {
+    const sent: { text: string; name: string | undefined }[] = [];
     // eslint-disable-next-line @typescript-eslint/unbound-method -- applied to its client below
     const original = pg.Client.prototype.query;
     vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
@@ -38,7 +43,14 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
       ...args: unknown[]
     ) {
       const [first] = args;
-      sent.push(typeof first === 'string' ? first : String((first as { text?: string }).text));
+      sent.push(
+        typeof first === 'string'
+          ? { text: first, name: undefined }
+          : {
+              text: String((first as { text?: string }).text),
+              name: (first as { name?: string }).name,
+            },
+      );
       return (original as (...all: unknown[]) => unknown).apply(this, args) as never;
     });
     try {
@@ -224,39 +236,31 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
 
   it('sends a prepared query as a named statement, prepared once a session, with the same results', async () => {
     const text = `INSERT INTO ${table} SELECT n FROM unnest($1::int[]) AS n`;
-    const named: (string | undefined)[] = [];
-    // eslint-disable-next-line @typescript-eslint/unbound-method -- applied to its client below
-    const original = pg.Client.prototype.query;
-    vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
-      this: pg.Client,
-      ...args: unknown[]
-    ) {
-      const [first] = args;
-      if (typeof first === 'object' && (first as { text?: string }).text === text)
-        named.push((first as { name?: string }).name);
-      return (original as (...all: unknown[]) => unknown).apply(this, args) as never;
-    });
-    const statements = await handle.database.root.connection().execute(async (session) => {
-      for (const values of [[40, 41], [42]]) {
-        await session.transaction().execute(async (trx) => {
-          const result = await trx.executeQuery(preparedQuery(text, [values]));
-          expect(result.numAffectedRows).toBe(BigInt(values.length));
-        });
-      }
-      // Not a prepared query: the same text, unnamed.
-      await session.executeQuery(raw(text, [[43]]));
-      return (
-        await sql<{
-          statement: string;
-        }>`SELECT statement FROM pg_prepared_statements WHERE name = ${preparedStatementName(preparedQuery(text, []))}`.execute(
-          session,
-        )
-      ).rows;
-    });
-    vi.restoreAllMocks();
     const name = preparedStatementName(preparedQuery(text, []));
     expect(name).toMatch(/^telesync_[0-9a-f]{24}$/);
-    expect(named).toEqual([name, name, undefined]);
+    let statements: { statement: string }[] = [];
+    const sent = await queriesDuring(() =>
+      handle.database.root.connection().execute(async (session) => {
+        for (const values of [[40, 41], [42]]) {
+          await session.transaction().execute(async (trx) => {
+            const result = await trx.executeQuery(preparedQuery(text, [values]));
+            expect(result.numAffectedRows).toBe(BigInt(values.length));
+          });
+        }
+        // Not a prepared query: the same text, unnamed.
+        await session.executeQuery(raw(text, [[43]]));
+        statements = (
+          await sql<{
+            statement: string;
+          }>`SELECT statement FROM pg_prepared_statements WHERE name = ${name}`.execute(session)
+        ).rows;
+      }),
+    );
+    expect(sent.filter((query) => query.text === text).map((query) => query.name)).toEqual([
+      name,
+      name,
+      undefined,
+    ]);
     expect(statements.map((row) => row.statement)).toEqual([text]);
     expect(await stored()).toEqual([1, 2, 3, 5, 6, 21, 22, 31, 40, 41, 42, 43]);
   });

@@ -154,15 +154,16 @@ class PgConnection implements DatabaseConnection {
   #broken = false;
   /** The BEGIN of the transaction in hand, not sent yet. */
   #pendingBegin: string | undefined;
-  /** A transaction is in hand (begun, or its BEGIN waiting for the first statement). */
-  #inTransaction = false;
   /**
-   * Session setup statements (CopyPayload's `sessionSetup`) whose effect this session keeps: run
-   * outside a transaction, or in one that committed. A COPY leaves them out.
+   * Session setup statements (CopyPayload's `sessionSetup`) whose effect this session keeps: a
+   * COMMIT followed them. A COPY leaves them out.
    */
   readonly #sessionReady = new Set<string>();
-  /** Session setup statements run in the transaction in hand: kept if it commits. */
-  #setUpInTransaction: string[] = [];
+  /**
+   * Session setup statements run since the last COMMIT or ROLLBACK: kept once a COMMIT is answered
+   * as one. (One run outside a transaction has committed already; it is only sent again.)
+   */
+  #setUpPending: string[] = [];
   /** Names of the statements prepared on this session (preparedStatementName). */
   readonly #prepared = new Set<string>();
 
@@ -182,7 +183,6 @@ class PgConnection implements DatabaseConnection {
   /** Opens a transaction with `statement` along with its first statement. */
   deferBegin(statement: string): void {
     this.#pendingBegin = statement;
-    this.#inTransaction = true;
   }
 
   /**
@@ -190,28 +190,21 @@ class PgConnection implements DatabaseConnection {
    * never begun on the server, and ends here.
    */
   async end(statement: 'commit' | 'rollback'): Promise<void> {
-    const setUp = this.#setUpInTransaction;
-    this.#setUpInTransaction = [];
-    this.#inTransaction = false;
+    const setUp = this.#setUpPending;
+    this.#setUpPending = [];
     if (this.#pendingBegin !== undefined) {
       this.#pendingBegin = undefined;
       return;
     }
-    let result: pg.QueryResult;
-    try {
-      result = await this.client.query(statement);
-    } catch (error) {
-      if (isConnectionLevelFailure(error)) this.#broken = true;
-      throw error;
-    }
+    const result = await this.#guarded(() => this.client.query(statement));
     // COMMIT of a transaction that failed (an error caught and not thrown on) answers ROLLBACK.
     if (result.command === 'COMMIT') for (const setup of setUp) this.#sessionReady.add(setup);
   }
 
-  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const begin = this.#pendingBegin;
     this.#pendingBegin = undefined;
-    try {
+    return this.#guarded(async () => {
       const payload = copyPayloadOf(query);
       if (payload === undefined && begin !== undefined && query.parameters.length === 0) {
         // Without parameters the statement goes by the simple protocol, which takes several
@@ -233,19 +226,24 @@ class PgConnection implements DatabaseConnection {
           copyFrom([...statements, payload.statement('STDIN')].join(';\n')),
         );
         await pipeline(Readable.from(payload.chunks()), copy);
-        if (this.#inTransaction) this.#setUpInTransaction.push(...setup);
-        else for (const statement of setup) this.#sessionReady.add(statement);
+        this.#setUpPending.push(...setup);
         return { rows: [], numAffectedRows: BigInt(copy.rowCount) };
       }
       if (begin !== undefined) await this.client.query(begin);
-      const name = this.#statementName(query);
       return queryResultOf<R>(
-        await this.client.query<R & pg.QueryResultRow>(
-          name === undefined
-            ? { text: query.sql, values: [...query.parameters] }
-            : { name, text: query.sql, values: [...query.parameters] },
-        ),
+        await this.client.query<R & pg.QueryResultRow>({
+          name: this.#statementName(query),
+          text: query.sql,
+          values: [...query.parameters],
+        }),
       );
+    });
+  }
+
+  /** Runs `work`, marking the connection broken when it fails in a way that leaves it unusable. */
+  async #guarded<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
     } catch (error) {
       if (isConnectionLevelFailure(error)) this.#broken = true;
       throw error;
@@ -272,8 +270,7 @@ class PgConnection implements DatabaseConnection {
 
   release(): void {
     this.#pendingBegin = undefined;
-    this.#inTransaction = false;
-    this.#setUpInTransaction = [];
+    this.#setUpPending = [];
     // A broken client is destroyed rather than returned to the pool for the next caller to trip on.
     this.client.release(this.#broken ? true : undefined);
   }

@@ -4,6 +4,7 @@ import { columnComments } from './0003-column-comments.js';
 import { nullableWireFields } from './0004-nullable-wire-fields.js';
 import { streamEvents } from './0005-stream-events.js';
 import { ledgerComments } from './0006-ledger-comments.js';
+import { loadWait } from './0007-load-wait.js';
 import type { SchemaMigration } from './migration-types.js';
 
 /**
@@ -17,4 +18,5 @@ export const MIGRATIONS: readonly SchemaMigration[] = [
   nullableWireFields,
   streamEvents,
   ledgerComments,
+  loadWait,
 ];

@@ -18,6 +18,11 @@ export function formatRunLine(result: SyncResult): string {
     `${number.format(requests.requests)} requests${requests.retries > 0 ? ` (${number.format(requests.retries)} retries)` : ''}`,
     `${(result.durationMs / 1000).toFixed(1)}s`,
   ];
+  // Said only when it is a share worth acting on (docs/scaling.md: more load connections, or a
+  // larger database): a second or more, and a tenth or more of the run.
+  if (stats.loadWaitMs >= 1_000 && stats.loadWaitMs >= result.durationMs / 10) {
+    parts.push(`${(stats.loadWaitMs / 1000).toFixed(1)}s of it waiting for the database`);
+  }
   const tail = result.error !== undefined ? `\n  error: ${result.error}` : '';
   const gap =
     stats.gap !== undefined
@@ -42,6 +47,7 @@ export function runJson(result: SyncResult): Record<string, unknown> {
     requests: result.requests.requests,
     retries: result.requests.retries,
     wait_ms: result.requests.waitMs,
+    load_wait_ms: Math.round(result.stats.loadWaitMs),
     duration_ms: result.durationMs,
     error: result.error ?? null,
   };

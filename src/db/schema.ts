@@ -251,6 +251,7 @@ export interface SyncRunsTable {
   requests: Defaulted<number>;
   retries: Defaulted<number>;
   wait_ms: Defaulted<number>;
+  load_wait_ms: Defaulted<number>;
   records_fetched: Defaulted<number>;
   records_upserted: Defaulted<number>;
   records_changed: Defaulted<number>;

@@ -44,6 +44,11 @@ export interface LoadCounters {
   recordsChanged: number;
   /** Records quarantined in rejected_records. */
   recordsRejected: number;
+  /**
+   * Milliseconds the run's reading waited in `room` for its rows to be written: the database, not
+   * the service, holding the run back.
+   */
+  loadWaitMs: number;
 }
 
 /** Where and for which run the loader writes (a RunContext is one). */
@@ -190,16 +195,25 @@ export class BatchLoader {
   async room(): Promise<void> {
     this.#throwIfFailed();
     const gate = this.target.loadGate;
-    for (;;) {
-      if (this.#queuedRows() > this.#maxPendingRows) {
-        await Promise.race(this.#lanes.map((lane) => lane.queue));
-      } else if (gate?.full === true) {
-        // Every loader of the process together: another's batch, written, makes the room.
-        await gate.room();
-      } else {
-        break;
+    let waitingSince: number | undefined;
+    try {
+      for (;;) {
+        if (this.#queuedRows() > this.#maxPendingRows) {
+          waitingSince ??= performance.now();
+          await Promise.race(this.#lanes.map((lane) => lane.queue));
+        } else if (gate?.full === true) {
+          waitingSince ??= performance.now();
+          // Every loader of the process together: another's batch, written, makes the room.
+          await gate.room();
+        } else {
+          break;
+        }
+        this.#throwIfFailed();
       }
-      this.#throwIfFailed();
+    } finally {
+      if (waitingSince !== undefined) {
+        this.target.stats.loadWaitMs += performance.now() - waitingSince;
+      }
     }
   }
 

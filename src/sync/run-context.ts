@@ -25,6 +25,8 @@ export class RunStats {
   recordsChanged = 0;
   /** Records quarantined in rejected_records. */
   recordsRejected = 0;
+  /** Milliseconds the run's reading waited for the loader's room. */
+  loadWaitMs = 0;
   /** The span the run covered. */
   span: TimeWindow | undefined;
   /** Calls that can no longer be read (the watermark fell behind the horizon). */

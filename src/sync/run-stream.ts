@@ -286,6 +286,7 @@ function counts(stats: RunStats, meter: RequestMeter): RunCounts {
     requests: meter.requests,
     retries: meter.retries,
     waitMs: meter.waitMs,
+    loadWaitMs: stats.loadWaitMs,
     recordsFetched: stats.recordsFetched,
     recordsUpserted: stats.recordsUpserted,
     recordsChanged: stats.recordsChanged,

@@ -160,6 +160,7 @@ export async function resetStreamState(
         requests: 0,
         retries: 0,
         waitMs: 0,
+        loadWaitMs: 0,
         recordsFetched: 0,
         recordsUpserted: 0,
         recordsChanged: 0,

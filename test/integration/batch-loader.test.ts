@@ -27,7 +27,7 @@ async function loaderTarget(): Promise<LoadTarget & { test: TestDatabase }> {
     runId: 1,
     loadStrategy: 'copy',
     now: () => epochMicrosFromMillis(Date.now()),
-    stats: { recordsUpserted: 0, recordsChanged: 0, recordsRejected: 0 },
+    stats: { recordsUpserted: 0, recordsChanged: 0, recordsRejected: 0, loadWaitMs: 0 },
   };
 }
 
@@ -78,6 +78,8 @@ describe('BatchLoader', () => {
     expect(committed).toEqual([]);
     await loader.drain();
     expect(committed).toEqual([0, 1, 2]);
+    // Nothing held the reading back: room never waited.
+    expect(target.stats.loadWaitMs).toBe(0);
     expect(seen.map((sight) => sight.unit)).toEqual([0, 1, 2]);
     expect(new Set(seen.map((sight) => sight.transaction)).size).toBe(1);
     // Each unit's rows, on both lanes, were stored when its hook ran.
@@ -188,6 +190,9 @@ describe('BatchLoader', () => {
     // The bound was reached (the loaders had to wait for room), and held after every add.
     expect(mostQueuedWhileWriting).toBeGreaterThan(60);
     expect(mostQueuedAfterRoom).toBeLessThanOrEqual(60 + loaders.length * 2 * 25);
+    // Those waits are counted: each commit holds the one connection 20 ms, and forty commits
+    // of four loaders queue behind it.
+    expect(target.stats.loadWaitMs).toBeGreaterThan(20);
     expect(gate.queuedRows).toBe(0);
     const stored = await sql<{ n: number }>`
       SELECT count(*)::int AS n FROM ${sql.id(target.database.schema, 'trunk_calls')}`.execute(

@@ -27,6 +27,7 @@ const OUTCOME: RunOutcome = {
   requests: 3,
   retries: 0,
   waitMs: 0,
+  loadWaitMs: 0,
   recordsFetched: 20,
   recordsUpserted: 20,
   recordsChanged: 20,
@@ -86,6 +87,18 @@ describe.skipIf(SERVER.kind !== 'postgres')('sync_runs on the database clock', (
     const span = await spanOf(id);
     expect(span.status).toBe('succeeded');
     expectOrderedNow(span);
+  });
+
+  it("a finished run keeps its counts, the reading's wait for the loader in whole milliseconds", async () => {
+    const { db } = handle.database;
+    const id = await insertRun(db, { ...ORIGIN, accountId: 'ACC_CLOCK_COUNTS' });
+    await finishRun(db, id, { ...OUTCOME, waitMs: 250, loadWaitMs: 1_234.6 });
+    const row = await db
+      .selectFrom('sync_runs')
+      .select(['wait_ms', 'load_wait_ms', 'records_upserted'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ wait_ms: 250, load_wait_ms: 1_235, records_upserted: 20 });
   });
 
   it('so does a run closed as abandoned, and a skipped one', async () => {

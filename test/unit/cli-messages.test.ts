@@ -113,6 +113,21 @@ describe('run lines and errors say things once', () => {
     );
   });
 
+  it('a run held back by the database says so, with the time; a short or small wait is not said', () => {
+    const held = (loadWaitMs: number, durationMs: number): SyncResult => {
+      const base = result('succeeded', 91);
+      base.stats.loadWaitMs = loadWaitMs;
+      return { ...base, durationMs };
+    };
+    expect(formatRunLine(held(6_140, 18_000))).toMatch(
+      /, 18\.0s, 6\.1s of it waiting for the database$/,
+    );
+    // Under a second, or under a tenth of the run: nothing to act on.
+    expect(formatRunLine(held(900, 2_000))).not.toContain('waiting');
+    expect(formatRunLine(held(1_500, 60_000))).not.toContain('waiting');
+    expect(runJson(held(6_140.4, 18_000))).toMatchObject({ load_wait_ms: 6_140, wait_ms: 0 });
+  });
+
   it('a 401 says "authentication failed" once', () => {
     const error = new ApiError({
       kind: 'http',

@@ -8,6 +8,8 @@ export interface RunCounts {
   requests: number;
   retries: number;
   waitMs: number;
+  /** Time the run's reading waited for the loader's room (LoadCounters.loadWaitMs). */
+  loadWaitMs: number;
   recordsFetched: number;
   recordsUpserted: number;
   recordsChanged: number;
@@ -142,6 +144,7 @@ function countColumns(counts: RunCounts) {
     requests: counts.requests,
     retries: counts.retries,
     wait_ms: Math.round(counts.waitMs),
+    load_wait_ms: Math.round(counts.loadWaitMs),
     records_fetched: counts.recordsFetched,
     records_upserted: counts.recordsUpserted,
     records_changed: counts.recordsChanged,

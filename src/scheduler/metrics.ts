@@ -66,6 +66,7 @@ export class SchedulerMetrics {
   readonly #records: Counter<'stream' | 'account' | 'kind'>;
   readonly #requests: Counter<'account' | 'stream'>;
   readonly #retries: Counter<'account' | 'stream'>;
+  readonly #loadWait: Counter<'account' | 'stream'>;
   readonly #responses: Counter<'account' | 'status'>;
   readonly #missedTicks: Counter<'stream' | 'reason'>;
   readonly #lastRun: Gauge<'stream' | 'account' | 'status'>;
@@ -96,6 +97,12 @@ export class SchedulerMetrics {
     this.#retries = new Counter({
       name: 'telesync_retries_total',
       help: 'Requests to the service that were retries (429, 5xx, resets, timeouts).',
+      labelNames: ['account', 'stream'],
+      registers,
+    });
+    this.#loadWait = new Counter({
+      name: 'telesync_load_wait_seconds_total',
+      help: "Time finished runs stopped reading while their rows waited to be written: growing nearly as fast as the runs' time means the database, not the service's budget, sets the pace.",
       labelNames: ['account', 'stream'],
       registers,
     });
@@ -213,6 +220,7 @@ export class SchedulerMetrics {
     this.#records.inc({ stream, account, kind: 'rejected' }, stats.recordsRejected);
     this.#requests.inc({ account, stream }, requests.requests);
     this.#retries.inc({ account, stream }, requests.retries);
+    this.#loadWait.inc({ account, stream }, stats.loadWaitMs / 1000);
     for (const [outcome, count] of Object.entries(requests.outcomes))
       this.#responses.inc({ account, status: outcome }, count);
     this.#duration.observe({ stream }, result.durationMs / 1000);

@@ -17,6 +17,7 @@ function result(
     rejected?: number;
     requests?: number;
     retries?: number;
+    loadWaitMs?: number;
     outcomes?: Record<string, number>;
     durationMs?: number;
   } = {},
@@ -26,6 +27,7 @@ function result(
   stats.recordsUpserted = overrides.upserted ?? 0;
   stats.recordsChanged = overrides.changed ?? 0;
   stats.recordsRejected = overrides.rejected ?? 0;
+  stats.loadWaitMs = overrides.loadWaitMs ?? 0;
   return {
     accountId: overrides.accountId ?? 'MA_ONE',
     stream: overrides.stream ?? 'trunk_calls',
@@ -76,13 +78,21 @@ describe('SchedulerMetrics.recordRun', () => {
         rejected: 2,
         requests: 9,
         retries: 2,
+        loadWaitMs: 1_500,
         outcomes: { '200': 7, '503': 1, timeout: 1 },
         durationMs: 4_500,
       }),
       NOW,
     );
     subject.recordRun(
-      result({ fetched: 5, upserted: 5, requests: 1, outcomes: { '200': 1 }, durationMs: 300 }),
+      result({
+        fetched: 5,
+        upserted: 5,
+        requests: 1,
+        loadWaitMs: 250,
+        outcomes: { '200': 1 },
+        durationMs: 300,
+      }),
       NOW + 60_000,
     );
 
@@ -100,6 +110,9 @@ describe('SchedulerMetrics.recordRun', () => {
     });
     expect(await samples(subject, 'telesync_retries_total')).toEqual({
       'account=MA_ONE,stream=trunk_calls': 2,
+    });
+    expect(await samples(subject, 'telesync_load_wait_seconds_total')).toEqual({
+      'account=MA_ONE,stream=trunk_calls': 1.75,
     });
     expect(await samples(subject, 'telesync_api_responses_total')).toEqual({
       'account=MA_ONE,status=200': 8,

@@ -138,6 +138,7 @@ function lastRunJson(run: StreamStatus['lastRun']): Record<string, unknown> | nu
     records_changed: run.recordsChanged,
     records_rejected: run.recordsRejected,
     requests: run.requests,
+    load_wait_ms: run.loadWaitMs,
     error: run.error,
   };
 }

@@ -82,6 +82,11 @@ describe('backfill ranges and what they leave out', () => {
     const lastRun = trunk.last_run as Record<string, unknown>;
     expect(Object.keys(lastRun).every((key) => /^[a-z_]+$/.test(key))).toBe(true);
     expect(lastRun.started_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    // The run's wait for the database, whole milliseconds, within the run's own time.
+    const runMs = Date.parse(String(lastRun.finished_at)) - Date.parse(String(lastRun.started_at));
+    expect(Number.isInteger(lastRun.load_wait_ms)).toBe(true);
+    expect(lastRun.load_wait_ms as number).toBeGreaterThanOrEqual(0);
+    expect(lastRun.load_wait_ms as number).toBeLessThanOrEqual(runMs);
   });
 });
 

@@ -16,6 +16,8 @@ export interface StreamStatus {
     recordsChanged: number;
     recordsRejected: number;
     requests: number;
+    /** Milliseconds its reading waited for its rows to be written (sync_runs.load_wait_ms). */
+    loadWaitMs: number;
     error: string | null;
   } | null;
   lastSuccessAt: string | null;
@@ -142,6 +144,7 @@ export async function findStreamStatus(
             recordsChanged: lastRun.records_changed,
             recordsRejected: lastRun.records_rejected,
             requests: lastRun.requests,
+            loadWaitMs: lastRun.load_wait_ms,
             error: lastRun.error,
           },
     lastSuccessAt: lastSuccess?.at ?? null,

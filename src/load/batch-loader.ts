@@ -194,20 +194,11 @@ export class BatchLoader {
    */
   async room(): Promise<void> {
     this.#throwIfFailed();
-    const gate = this.target.loadGate;
     let waitingSince: number | undefined;
     try {
-      for (;;) {
-        if (this.#queuedRows() > this.#maxPendingRows) {
-          waitingSince ??= performance.now();
-          await Promise.race(this.#lanes.map((lane) => lane.queue));
-        } else if (gate?.full === true) {
-          waitingSince ??= performance.now();
-          // Every loader of the process together: another's batch, written, makes the room.
-          await gate.room();
-        } else {
-          break;
-        }
+      for (let written = this.#nextRoom(); written !== undefined; written = this.#nextRoom()) {
+        waitingSince ??= performance.now();
+        await written;
         this.#throwIfFailed();
       }
     } finally {
@@ -215,6 +206,16 @@ export class BatchLoader {
         this.target.stats.loadWaitMs += performance.now() - waitingSince;
       }
     }
+  }
+
+  /** What makes room once written, when there is none: this loader's batches, or the gate's. */
+  #nextRoom(): Promise<unknown> | undefined {
+    if (this.#queuedRows() > this.#maxPendingRows) {
+      return Promise.race(this.#lanes.map((lane) => lane.queue));
+    }
+    // Every loader of the process together: another's batch, written, makes the room.
+    const gate = this.target.loadGate;
+    return gate?.full === true ? gate.room() : undefined;
   }
 
   /**

@@ -175,11 +175,17 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
     expect(await stored()).toEqual([1, 2, 3, 5, 6]);
   });
 
-  it("runs a COPY's session setup once a session, counting it done only when its transaction commits", async () => {
-    const staging = 'driver_session_staging';
+  /** COPYs of rows into the temporary table `staging`, which each makes as its session setup. */
+  const stagedCopies = (staging: string) => {
     const create = `CREATE TEMP TABLE IF NOT EXISTS ${staging} (n int) ON COMMIT DELETE ROWS`;
     const copy = (rows: string) =>
       compileCopy(new CopyPayload(staging, ['"n"'], rows, [], [create]));
+    return { create, copy };
+  };
+
+  it("runs a COPY's session setup once a session, counting it done only when its transaction commits", async () => {
+    const staging = 'driver_session_staging';
+    const { create, copy } = stagedCopies(staging);
     const copyStatement = `COPY ${staging} ("n") FROM STDIN`;
     // One session throughout, as a pooled connection is.
     const sent = await sentDuring(() =>
@@ -214,9 +220,7 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
 
   it('makes the session setup again after a COMMIT that the server answered with ROLLBACK', async () => {
     const staging = 'driver_failed_staging';
-    const create = `CREATE TEMP TABLE IF NOT EXISTS ${staging} (n int) ON COMMIT DELETE ROWS`;
-    const copy = (rows: string) =>
-      compileCopy(new CopyPayload(staging, ['"n"'], rows, [], [create]));
+    const { create, copy } = stagedCopies(staging);
     const sent = await sentDuring(() =>
       handle.database.root.connection().execute(async (session) => {
         // An error caught inside the transaction leaves it failed: COMMIT then rolls it back.

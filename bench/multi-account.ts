@@ -342,6 +342,7 @@ function startSimulator(
     account: accounts[0]!,
     extraAccounts: accounts.slice(1),
     rateLimit,
+    prerender: true,
     track: (pid) => context.track(pid),
   });
 }

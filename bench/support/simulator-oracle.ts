@@ -6,6 +6,7 @@ import {
   type SimulatorDataset,
   type SimulatorProcess,
 } from './simulator-process.js';
+import { answerText } from '../../src/simulator/routes/sim-answer.js';
 
 /**
  * What the simulator process holds, answered without asking it: the simulator's data is a pure
@@ -111,7 +112,7 @@ export class SimulatorOracle {
     if (outcome.kind !== 'answer' || outcome.answer.status !== 200) {
       throw new HarnessError(`oracle request failed: ${JSON.stringify(outcome)}`);
     }
-    return outcome.answer.body;
+    return answerText(outcome.answer);
   }
 
   page(start: number, end: number, limit: number, offset: number): TrunkPage {

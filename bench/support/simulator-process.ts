@@ -28,6 +28,8 @@ export interface SimulatorProcessOptions {
   readonly extraAccounts?: readonly BenchAccount[];
   /** e.g. "300/5s": the service's published limit. */
   readonly rateLimit?: string;
+  /** Render the calls once at start and serve pages from the bytes (`--prerender`). */
+  readonly prerender?: boolean;
   /** Flags for node itself, e.g. --cpu-prof. */
   readonly nodeArgs?: readonly string[];
   /** Registers the process so the harness can stop it on Ctrl-C. */
@@ -113,6 +115,7 @@ export class SimulatorProcess {
       ]),
       ...(options.days !== undefined ? ['--days', String(options.days)] : []),
       ...(options.rateLimit !== undefined ? ['--rate-limit', options.rateLimit] : []),
+      ...(options.prerender === true ? ['--prerender'] : []),
     ];
     const invocation = telesyncInvocation(args, options.nodeArgs);
     // One process either way (the command execs node): the child's PID is the simulator's, for

@@ -53,6 +53,7 @@ interface SimulateFlags {
   mediaCa?: string;
   streamAudioSeconds?: string;
   realShapes?: boolean;
+  prerender?: boolean;
 }
 
 /** Resolves when the process is asked to stop; the command's default way to run "until stopped". */
@@ -127,6 +128,11 @@ export function registerSimulateCommand(
       '--real-shapes',
       "serve the real service's record shapes where they differ from the spec's samples " +
         '(docs/assumptions.md A38–A45)',
+    )
+    .option(
+      '--prerender',
+      "render every account's calls once at start and serve trunk pages from the bytes " +
+        '(about 0.9 KB of memory a call; for benchmarks)',
     )
     .option('--malformed <share>', 'share of trunk call records served malformed')
     .option('--late <share>', 'share of trunk calls that arrive late')
@@ -204,6 +210,11 @@ async function runSimulate(
       `${sizes.endpoints} endpoints, ${sizes.callerIds} caller IDs, ${sizes.messages} messages, ${sizes.packs} packs`,
     `  rate limit: ${parsed.rateLimit === undefined ? 'none' : `${parsed.rateLimit.requests} requests per ${parsed.rateLimit.windowMs} ms per account`}`,
     `  faults: ${describeFaults(parsed.options.faults ?? {})}`,
+    ...(parsed.options.prerender === true
+      ? [
+          `  trunk pages: from every account's ${sizes.calls} calls, rendered at start (--prerender)`,
+        ]
+      : []),
     `  streams: ${
       parsed.options.connectMedia === true
         ? `WebSockets opened to service_url, ${parsed.options.streamAudioSeconds ?? DEFAULT_STREAM_AUDIO_SECONDS} s of audio each` +
@@ -350,6 +361,7 @@ function parseSimulateFlags(flags: SimulateFlags): ParsedFlags {
 
   options.connectMedia = flags.media;
   if (flags.realShapes === true) options.realShapes = true;
+  if (flags.prerender === true) options.prerender = true;
   if (flags.mediaCa !== undefined) {
     try {
       options.mediaCa = readFileSync(flags.mediaCa, 'utf8');

@@ -204,7 +204,7 @@ async function readBody(request: IncomingMessage): Promise<string | undefined> {
 
 /** Sends an answer; with `truncateFraction`, only that part of the body, then the socket closes. */
 function send(response: ServerResponse, answer: SimAnswer, truncateFraction?: number): void {
-  const bytes = Buffer.from(answer.body, 'utf8');
+  const bytes = typeof answer.body === 'string' ? Buffer.from(answer.body, 'utf8') : answer.body;
   const headers: Record<string, string | number> = { ...answer.headers };
   if (answer.status !== 204) {
     headers['Content-Type'] = 'application/json';

@@ -10,6 +10,7 @@ import {
   sortedCallUuids,
   sumDecimals,
 } from '../support/simulator-oracle.js';
+import { answerText } from '../../src/simulator/routes/sim-answer.js';
 
 /**
  * The whole pipeline against a simulator serving the real service's shapes (docs/assumptions.md
@@ -50,7 +51,7 @@ function oracleText(sim: RunningSimulator, path: string): string {
   if (outcome.kind !== 'answer' || outcome.answer.status !== 200) {
     throw new Error(`oracle request failed: ${JSON.stringify(outcome)}`);
   }
-  return outcome.answer.body;
+  return answerText(outcome.answer);
 }
 
 /** A stored timestamp as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (UTC, all six fraction digits). */

@@ -106,6 +106,66 @@ describe('telesync simulate', () => {
     expect(result.stdout).toBe('');
   });
 
+  it('serves trunk pages from calls rendered at start with --prerender, and exits 2 past its limit', async () => {
+    const started = await startCommand(['--port', '0', '--calls', '3000', '--prerender'], {
+      TELESYNC_AUTH_ID: 'MAPRERENDERED00001',
+      TELESYNC_AUTH_TOKEN: 'prerender-token-1',
+    });
+    try {
+      expect(started.stdout()).toMatch(
+        /trunk pages: from every account's 3000 calls, rendered at start \(--prerender\)/,
+      );
+      const base = exportedVariables(started.stdout()).TELESYNC_BASE_URL!;
+      const authorization = `Basic ${Buffer.from('MAPRERENDERED00001:prerender-token-1').toString('base64')}`;
+      const uuids = new Set<string>();
+      const since = encodeURIComponent(
+        new Date(Date.now() - 89 * 86_400_000).toISOString().replace('T', ' ').slice(0, 19),
+      );
+      for (let offset = 0; ; offset += 20) {
+        const response = await fetch(
+          `${base}/v1/Account/MAPRERENDERED00001/Trunk/Call/?end_time__gte=${since}&limit=20&offset=${offset}`,
+          { headers: { authorization } },
+        );
+        expect(response.status).toBe(200);
+        const text = await response.text();
+        // The bytes JSON.stringify writes, as the pages of a simulator that makes each record.
+        expect(text).toBe(JSON.stringify(JSON.parse(text)));
+        const page = JSON.parse(text) as {
+          meta: { total_count: number };
+          objects: { call_uuid: string; resource_uri: string }[];
+        };
+        for (const call of page.objects) {
+          expect(call.resource_uri).toBe(`/v1/Account/MAPRERENDERED00001/Call/${call.call_uuid}/`);
+          uuids.add(call.call_uuid);
+        }
+        if (page.objects.length < 20) {
+          expect(uuids.size).toBe(page.meta.total_count);
+          break;
+        }
+      }
+      // The last 89 of the 90 days: nearly all of the 3,000 calls rendered at start.
+      expect(uuids.size).toBeGreaterThan(2_900);
+    } finally {
+      started.kill('SIGTERM');
+      expect((await started.exited).code).toBe(0);
+    }
+
+    const tooMany = await runTelesync([
+      'simulate',
+      '--calls',
+      '1500000',
+      '--account',
+      'MAONE:t1',
+      '--account',
+      'MATWO:t2',
+      '--prerender',
+    ]);
+    expect(tooMany.code).toBe(2);
+    expect(tooMany.stderr).toMatch(
+      /prerender holds every call in memory, 2,000,000 calls over all accounts at most \(got 2 × 1,500,000\)/,
+    );
+  });
+
   it('exits 2 on an unreadable --media-ca and bad --stream-audio-seconds', async () => {
     const result = await runTelesync([
       'simulate',

@@ -1,4 +1,5 @@
 import type { RunningSimulator } from '../../src/simulator/simulator-server.js';
+import { answerText } from '../../src/simulator/routes/sim-answer.js';
 
 /**
  * What the service holds, read straight from the simulator's request handler with plain
@@ -63,7 +64,7 @@ export function oracleCalls(
         if (outcome.kind !== 'answer' || outcome.answer.status !== 200) {
           throw new Error(`oracle request failed: ${JSON.stringify(outcome)}`);
         }
-        const page = JSON.parse(outcome.answer.body) as {
+        const page = JSON.parse(answerText(outcome.answer)) as {
           meta: { total_count: number };
           objects: Record<string, unknown>[];
         };

@@ -6,6 +6,7 @@ import {
   realTrunkCallRecord,
   withNanoseconds,
 } from '../../src/simulator/data/real-shapes.js';
+import { answerText } from '../../src/simulator/routes/sim-answer.js';
 
 const ACCOUNT = { authId: 'MA_UNIT_REAL', authToken: 'tok_unit_real' };
 const AUTHORIZATION = `Basic ${Buffer.from(`${ACCOUNT.authId}:${ACCOUNT.authToken}`).toString('base64')}`;
@@ -18,7 +19,7 @@ function get(simulator: Simulator, path: string): { status: number; body: string
     body: '',
   });
   if (outcome.kind !== 'answer') throw new Error(`no answer: ${outcome.kind}`);
-  return { status: outcome.answer.status, body: outcome.answer.body };
+  return { status: outcome.answer.status, body: answerText(outcome.answer) };
 }
 
 describe('realTrunkCallRecord', () => {

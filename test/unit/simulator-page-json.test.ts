@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { AccountDataset, DEFAULT_DATASET_SIZES } from '../../src/simulator/data/dataset.js';
+import { RenderedCallRecords } from '../../src/simulator/data/rendered-call-records.js';
 import { trunkCallRecordJson } from '../../src/simulator/data/trunk-call-data.js';
 import { Simulator } from '../../src/simulator/simulator.js';
-import type { SimulatorOptions } from '../../src/simulator/simulator-options.js';
+import {
+  PRERENDER_MAX_CALLS,
+  type SimulatorOptions,
+} from '../../src/simulator/simulator-options.js';
 import { MICROS_PER_DAY, toEpochMicros } from '../../src/util/micros.js';
+import { answerText } from '../../src/simulator/routes/sim-answer.js';
 
 const ANCHOR = toEpochMicros('2026-06-01T12:00:00Z');
 const ACCOUNT = { authId: 'MA_PAGE-json_1', authToken: 'tok_page_json' };
@@ -38,17 +43,30 @@ describe('trunkCallRecordJson', () => {
   });
 });
 
-/** Every page of trunk calls over the last `days` days, as the simulator's answers' bodies. */
-function pageBodies(options: SimulatorOptions, days: number): string[] {
+/**
+ * Every page of trunk calls over the last `days` days, as the simulator's answers' bodies, read
+ * `laterMicros` after the simulator started (calls past the start have ended by then).
+ */
+function pageBodies(options: SimulatorOptions, days: number, laterMicros = 0): string[] {
+  return pagesOf(options, days, laterMicros).bodies;
+}
+
+function pagesOf(
+  options: SimulatorOptions,
+  days: number,
+  laterMicros = 0,
+): { bodies: string[]; simulator: Simulator } {
+  let clock = ANCHOR;
   const simulator = new Simulator({
     seed: 'page-json',
     calls: 2_000,
     days: 30,
     accounts: [ACCOUNT],
-    now: () => ANCHOR,
+    now: () => clock,
     ...options,
   });
-  const from = new Date((ANCHOR - days * MICROS_PER_DAY) / 1000)
+  clock += laterMicros;
+  const from = new Date((clock - days * MICROS_PER_DAY) / 1000)
     .toISOString()
     .replace('T', ' ')
     .slice(0, 19);
@@ -62,9 +80,10 @@ function pageBodies(options: SimulatorOptions, days: number): string[] {
     });
     if (outcome.kind !== 'answer') throw new Error(`no answer: ${outcome.kind}`);
     expect(outcome.answer.status).toBe(200);
-    bodies.push(outcome.answer.body);
-    const page = JSON.parse(outcome.answer.body) as { objects: unknown[] };
-    if (page.objects.length < 20) return bodies;
+    const body = answerText(outcome.answer);
+    bodies.push(body);
+    const page = JSON.parse(body) as { objects: unknown[] };
+    if (page.objects.length < 20) return { bodies, simulator };
   }
 }
 
@@ -100,5 +119,80 @@ describe('a page of trunk calls', () => {
         expect(records.every((record) => !('resource_uri' in record))).toBe(true);
       }
     }
+  });
+});
+
+describe('a simulator that renders its calls at start (prerender)', () => {
+  // Each answer has a request ID of its own: the rest of the page is compared byte for byte.
+  const withoutRequestId = (bodies: readonly string[]): string[] =>
+    bodies.map((body) => body.replace(/^\{"api_id":"[^"]*"/, '{"api_id":""'));
+
+  it('serves the bytes of one that makes each record when asked, faults and shapes included', () => {
+    for (const options of [
+      {},
+      { faults: { malformed: 0.3 } },
+      { realShapes: true },
+    ] satisfies SimulatorOptions[]) {
+      const made = pagesOf(options, 30);
+      const rendered = pagesOf({ ...options, prerender: true }, 30);
+      expect(rendered.bodies.length).toBe(101);
+      expect(withoutRequestId(rendered.bodies)).toEqual(withoutRequestId(made.bodies));
+      // Serving a rendered record counts as generating it, as before.
+      const generated = (run: { simulator: Simulator }): number =>
+        run.simulator.state.stats.snapshot().recordsGenerated;
+      expect(generated(rendered)).toBe(generated(made));
+      expect(generated(rendered)).toBeGreaterThanOrEqual(2_000);
+    }
+  });
+
+  it('makes the calls that end after it started, as they end', () => {
+    // Two days on: the 2,000 calls rendered at start and about 130 more, made when served.
+    const made = pageBodies({}, 32, 2 * MICROS_PER_DAY);
+    const rendered = pageBodies({ prerender: true }, 32, 2 * MICROS_PER_DAY);
+    expect(withoutRequestId(rendered)).toEqual(withoutRequestId(made));
+    const uuids = new Set(
+      made.flatMap((body) =>
+        (JSON.parse(body) as { objects: { call_uuid: string }[] }).objects.map((o) => o.call_uuid),
+      ),
+    );
+    expect(uuids.size).toBeGreaterThan(2_050);
+  });
+
+  it('holds each rendered call as the JSON text trunkCallRecordJson writes', () => {
+    const data = new AccountDataset({
+      seed: 'rendered',
+      authId: 'MA_RENDERED_1',
+      sizes: { ...DEFAULT_DATASET_SIZES, calls: 500, days: 10 },
+      anchorMicros: ANCHOR,
+    });
+    const rendered = RenderedCallRecords.render(data, 500);
+    expect(rendered.count).toBe(500);
+    let bytes = 0;
+    for (let index = 0; index < 500; index++) {
+      const text = trunkCallRecordJson(data.callRecordAt(index));
+      expect(rendered.textAt(index)?.toString('latin1')).toBe(text);
+      bytes += text.length;
+    }
+    expect(rendered.byteLength).toBe(bytes);
+    for (const outside of [-1, 500, 1.5]) expect(rendered.textAt(outside)).toBeUndefined();
+  });
+
+  it('refuses to hold more than PRERENDER_MAX_CALLS calls, naming the count', () => {
+    expect(
+      () =>
+        new Simulator({
+          calls: 1_000_000,
+          prerender: true,
+          accounts: [
+            ACCOUNT,
+            { authId: 'MA_SECOND', authToken: 't2' },
+            { authId: 'MA_THIRD', authToken: 't3' },
+          ],
+          now: () => ANCHOR,
+        }),
+    ).toThrow(
+      /prerender holds every call in memory, 2,000,000 calls over all accounts at most \(got 3 × 1,000,000\)/,
+    );
+    expect(PRERENDER_MAX_CALLS).toBe(2_000_000);
   });
 });

@@ -17,7 +17,7 @@ import {
   errorAnswer,
   jsonAnswer,
   jsonTextAnswer,
-  listEnvelopeJson,
+  listEnvelopeBytes,
   type SimAnswer,
 } from './sim-answer.js';
 import type { SimulatorStats } from '../state/simulator-stats.js';
@@ -285,16 +285,23 @@ function listTrunkCalls(context: ApiContext, request: ApiRequest): SimAnswer {
     account.scanCache,
   );
   // A record in the real service's shape when asked for, else as it is: generated records written
-  // as JSON text directly (trunkCallRecordJson), added ones through JSON.stringify (their text is
-  // not the generator's). The page is the same bytes either way.
+  // as JSON text directly (trunkCallRecordJson) or taken as the bytes rendered at start, added ones
+  // through JSON.stringify (their text is not the generator's). The page is the same bytes either
+  // way.
   const recordText = <T extends TrunkCallRecordWire | Readonly<Record<string, unknown>>>(
     record: T,
     asIs: (record: T) => string,
   ): string => (context.realShapes ? JSON.stringify(realTrunkCallRecord(record)) : asIs(record));
-  const objectTexts = selection.page.map((selected) => {
+  const rendered = context.realShapes ? undefined : account.renderedCalls;
+  const objectTexts = selection.page.map((selected): string | Buffer => {
     if (selected.kind === 'added') return recordText(selected.call.record, JSON.stringify);
-    const record = account.dataset.callRecordAt(selected.index);
     const malformation = account.dataset.malformationAt(selected.index, faults.malformed);
+    const bytes = malformation === undefined ? rendered?.textAt(selected.index) : undefined;
+    if (bytes !== undefined) {
+      stats.countRecords(1);
+      return bytes;
+    }
+    const record = account.dataset.callRecordAt(selected.index);
     if (malformation === undefined) return recordText(record, trunkCallRecordJson);
     stats.countFault('malformed');
     return JSON.stringify(
@@ -307,14 +314,14 @@ function listTrunkCalls(context: ApiContext, request: ApiRequest): SimAnswer {
   });
   if (selection.lateWithheld > 0) stats.countFault('lateWithheld', selection.lateWithheld);
 
-  const answer = jsonTextAnswer(
-    200,
-    listEnvelopeJson(
-      context.apiId,
-      buildPageMeta(request.path, request.query, plan.limit, plan.offset, selection.totalCount),
-      objectTexts,
-    ),
+  const meta = buildPageMeta(
+    request.path,
+    request.query,
+    plan.limit,
+    plan.offset,
+    selection.totalCount,
   );
+  const answer = jsonTextAnswer(200, listEnvelopeBytes(context.apiId, meta, objectTexts));
 
   // A call lands inside the range while the client is paging: later offsets shift.
   if (plan.offset > 0 && faults.insertDuringPaging > 0 && plan.lowerMicros <= plan.upperMicros) {

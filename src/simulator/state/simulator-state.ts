@@ -63,6 +63,7 @@ export class SimulatorState {
           sizes: this.sizes,
           anchorMicros: this.anchorMicros,
           onRecordsGenerated: (count) => this.stats.countRecords(count),
+          prerender: options.prerender,
         }),
       );
     }

@@ -4,6 +4,15 @@ import { formatIsoFixed, formatIsoMicros } from '../util/micros.js';
 
 const number = new Intl.NumberFormat('en-US');
 
+/**
+ * Whether a run's wait for the database is a share worth acting on (docs/scaling.md, "Which limit
+ * a run met": more load connections, or fewer accounts on this process): a second or more, and a
+ * tenth or more of the run. The run's line and `status` say it only then.
+ */
+export function loadWaitWorthSaying(loadWaitMs: number, durationMs: number): boolean {
+  return loadWaitMs >= 1_000 && loadWaitMs >= durationMs / 10;
+}
+
 /** One line per run for people: what it did, what it cost, how it ended. */
 export function formatRunLine(result: SyncResult): string {
   const { stats, requests } = result;
@@ -18,9 +27,7 @@ export function formatRunLine(result: SyncResult): string {
     `${number.format(requests.requests)} requests${requests.retries > 0 ? ` (${number.format(requests.retries)} retries)` : ''}`,
     `${(result.durationMs / 1000).toFixed(1)}s`,
   ];
-  // Said only when it is a share worth acting on (docs/scaling.md: more load connections, or a
-  // larger database): a second or more, and a tenth or more of the run.
-  if (stats.loadWaitMs >= 1_000 && stats.loadWaitMs >= result.durationMs / 10) {
+  if (loadWaitWorthSaying(stats.loadWaitMs, result.durationMs)) {
     parts.push(`${(stats.loadWaitMs / 1000).toFixed(1)}s of it waiting for the database`);
   }
   const tail = result.error !== undefined ? `\n  error: ${result.error}` : '';

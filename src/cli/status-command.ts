@@ -18,6 +18,7 @@ import { STREAM_NAMES } from '../domain/streams.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatDuration } from './progress-reporter.js';
+import { loadWaitWorthSaying } from './run-report.js';
 import { epochMicrosFromMillis, fixIsoText, formatIsoFixed } from '../util/micros.js';
 
 const number = new Intl.NumberFormat('en-US');
@@ -143,6 +144,23 @@ function lastRunJson(run: StreamStatus['lastRun']): Record<string, unknown> | nu
   };
 }
 
+/**
+ * `i trunk_calls: the last run spent 6.6s of its 18.8s waiting for the database …` when that run's
+ * wait is worth acting on (loadWaitWorthSaying); a run still in progress has no length yet.
+ */
+export function loadWaitNote(status: Pick<StreamStatus, 'stream' | 'lastRun'>): string | undefined {
+  const run = status.lastRun;
+  if (run === null || run.finishedAt === null) return undefined;
+  const durationMs = Date.parse(run.finishedAt) - Date.parse(run.startedAt);
+  if (!Number.isFinite(durationMs) || !loadWaitWorthSaying(run.loadWaitMs, durationMs))
+    return undefined;
+  return (
+    `  i ${status.stream}: the last run spent ${(run.loadWaitMs / 1000).toFixed(1)}s of its ` +
+    `${(durationMs / 1000).toFixed(1)}s waiting for the database; more load connections ` +
+    '(TELESYNC_LOAD_CONNECTIONS) or fewer accounts on this process may help (docs/scaling.md)'
+  );
+}
+
 /** The per-stream table of one account, with warnings below it. Pure: for tests. */
 function formatStatusTable(statuses: readonly StreamStatus[], now: number): string {
   const header = [
@@ -204,6 +222,8 @@ function formatStatusTable(statuses: readonly StreamStatus[], now: number): stri
         `  i ${status.stream}: no incremental sync yet, so no watermark: the rows come from a backfill, ` +
           'which leaves the watermark alone; telesync sync (or schedule) sets it',
       );
+    const note = loadWaitNote(status);
+    if (note !== undefined) warnings.push(note);
     if ((status.windows?.failed ?? 0) > 0)
       warnings.push(
         `  ! ${status.stream}: ${status.windows?.failed} window(s) failed; the next run reads them again`,

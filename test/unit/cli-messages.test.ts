@@ -6,6 +6,7 @@ import type { CliIo } from '../../src/cli/cli-io.js';
 import { explainBackfillCount, formatDecimalText } from '../../src/cli/demo-command.js';
 import { writeNotice } from '../../src/cli/notice.js';
 import { formatRunLine, runJson } from '../../src/cli/run-report.js';
+import { loadWaitNote } from '../../src/cli/status-command.js';
 import { withLineAndColumn } from '../../src/config/config-sources.js';
 import { RunStats } from '../../src/sync/run-context.js';
 import type { SyncResult } from '../../src/sync/run-stream.js';
@@ -126,6 +127,35 @@ describe('run lines and errors say things once', () => {
     expect(formatRunLine(held(900, 2_000))).not.toContain('waiting');
     expect(formatRunLine(held(1_500, 60_000))).not.toContain('waiting');
     expect(runJson(held(6_140.4, 18_000))).toMatchObject({ load_wait_ms: 6_140, wait_ms: 0 });
+  });
+
+  it('status notes a last run held back by the database, with the same thresholds as the run line', () => {
+    const lastRun = (loadWaitMs: number, finishedAt: string | null) => ({
+      stream: 'trunk_calls' as const,
+      lastRun: {
+        id: 7,
+        command: 'backfill',
+        status: 'succeeded' as const,
+        startedAt: '2026-11-28T04:55:00.000000Z',
+        finishedAt,
+        recordsFetched: 10_000,
+        recordsChanged: 10_000,
+        recordsRejected: 0,
+        requests: 540,
+        loadWaitMs,
+        error: null,
+      },
+    });
+    expect(loadWaitNote(lastRun(6_140, '2026-11-28T04:55:18.000000Z'))).toBe(
+      '  i trunk_calls: the last run spent 6.1s of its 18.0s waiting for the database; more load ' +
+        'connections (TELESYNC_LOAD_CONNECTIONS) or fewer accounts on this process may help ' +
+        '(docs/scaling.md)',
+    );
+    // Under a second, under a tenth of the run, a run still going, or no run: nothing said.
+    expect(loadWaitNote(lastRun(900, '2026-11-28T04:55:02.000000Z'))).toBeUndefined();
+    expect(loadWaitNote(lastRun(1_500, '2026-11-28T04:56:00.000000Z'))).toBeUndefined();
+    expect(loadWaitNote(lastRun(6_140, null))).toBeUndefined();
+    expect(loadWaitNote({ stream: 'trunk_calls', lastRun: null })).toBeUndefined();
   });
 
   it('a 401 says "authentication failed" once', () => {

@@ -110,6 +110,7 @@ interface RunRow {
   records_upserted: number;
   records_changed: number;
   records_rejected: number;
+  load_wait_ms: number;
 }
 
 async function syncRuns(account: Account): Promise<RunRow[]> {
@@ -131,6 +132,7 @@ async function syncRuns(account: Account): Promise<RunRow[]> {
         'records_upserted',
         'records_changed',
         'records_rejected',
+        'load_wait_ms',
       ])
       .orderBy('id')
       .execute(),
@@ -233,6 +235,20 @@ describe('telesync schedule', () => {
         );
       expect(sumOf(metrics, 'telesync_requests_total', { stream })).toBe(total('requests'));
       expect(sumOf(metrics, 'telesync_retries_total', { stream })).toBe(total('retries'));
+      // The metric adds each run's wait as measured (a series per stream once it has run);
+      // sync_runs keeps it in whole milliseconds.
+      expect(
+        metrics.some(
+          (sample) =>
+            sample.name === 'telesync_load_wait_seconds_total' && sample.labels.stream === stream,
+        ),
+      ).toBe(true);
+      expect(
+        Math.abs(
+          1000 * sumOf(metrics, 'telesync_load_wait_seconds_total', { stream }) -
+            total('load_wait_ms'),
+        ),
+      ).toBeLessThanOrEqual(0.5 * ofStream.length);
       expect(sumOf(metrics, 'telesync_run_duration_seconds_count', { stream })).toBe(
         ofStream.length,
       );

@@ -1,17 +1,9 @@
 import type { RunPreview } from '../sync/run-preview.js';
 import type { SyncResult } from '../sync/run-stream.js';
+import { loadWaitWorthSaying } from '../domain/load-wait.js';
 import { formatIsoFixed, formatIsoMicros } from '../util/micros.js';
 
 const number = new Intl.NumberFormat('en-US');
-
-/**
- * Whether a run's wait for the database is a share worth acting on (docs/scaling.md, "Which limit
- * a run met": more load connections, or fewer accounts on this process): a second or more, and a
- * tenth or more of the run. The run's line and `status` say it only then.
- */
-export function loadWaitWorthSaying(loadWaitMs: number, durationMs: number): boolean {
-  return loadWaitMs >= 1_000 && loadWaitMs >= durationMs / 10;
-}
 
 /** One line per run for people: what it did, what it cost, how it ended. */
 export function formatRunLine(result: SyncResult): string {

@@ -14,11 +14,11 @@ import {
   type StreamStatus,
 } from '../db/repositories/status-repository.js';
 import { runAgeSeconds, watermarkLagSeconds, wholeSeconds } from '../domain/freshness.js';
+import { loadWaitWorthSaying, runDurationMs } from '../domain/load-wait.js';
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatDuration } from './progress-reporter.js';
-import { loadWaitWorthSaying } from './run-report.js';
 import { epochMicrosFromMillis, fixIsoText, formatIsoFixed } from '../util/micros.js';
 
 const number = new Intl.NumberFormat('en-US');
@@ -150,9 +150,9 @@ function lastRunJson(run: StreamStatus['lastRun']): Record<string, unknown> | nu
  */
 export function loadWaitNote(status: Pick<StreamStatus, 'stream' | 'lastRun'>): string | undefined {
   const run = status.lastRun;
-  if (run === null || run.finishedAt === null) return undefined;
-  const durationMs = Date.parse(run.finishedAt) - Date.parse(run.startedAt);
-  if (!Number.isFinite(durationMs) || !loadWaitWorthSaying(run.loadWaitMs, durationMs))
+  if (run === null) return undefined;
+  const durationMs = runDurationMs(run.startedAt, run.finishedAt);
+  if (durationMs === undefined || !loadWaitWorthSaying(run.loadWaitMs, durationMs))
     return undefined;
   return (
     `  i ${status.stream}: the last run spent ${(run.loadWaitMs / 1000).toFixed(1)}s of its ` +

@@ -1,5 +1,6 @@
 import type { CoverageDay, CoverageState } from '../domain/coverage-days.js';
 import type { RecentRun } from '../db/repositories/status-page-repository.js';
+import { loadWaitWorthSaying, runDurationMs } from '../domain/load-wait.js';
 
 /**
  * The status page (`GET /`): what it shows, and the HTML of it. Rendering is a pure function of
@@ -159,7 +160,12 @@ function renderStream(stream: StreamView): string {
 
 function renderRun(run: RecentRun): string {
   const when = run.finishedAt ?? run.startedAt;
-  const counts = `${run.recordsFetched} fetched, ${run.recordsChanged} changed, ${run.recordsRejected} rejected, ${run.requests} requests`;
+  const durationMs = runDurationMs(run.startedAt, run.finishedAt);
+  const waited =
+    durationMs !== undefined && loadWaitWorthSaying(run.loadWaitMs, durationMs)
+      ? `, ${(run.loadWaitMs / 1000).toFixed(1)}s of ${(durationMs / 1000).toFixed(1)}s waiting for the database`
+      : '';
+  const counts = `${run.recordsFetched} fetched, ${run.recordsChanged} changed, ${run.recordsRejected} rejected, ${run.requests} requests${waited}`;
   const error = run.error === null ? '' : ` <span class="error">${escapeHtml(run.error)}</span>`;
   return `<li><span class="status ${escapeHtml(run.status)}">${escapeHtml(run.status)}</span> ${time(when)} <span class="muted">${escapeHtml(run.command)} · ${escapeHtml(counts)}</span>${error}</li>`;
 }

@@ -96,6 +96,7 @@ beforeAll(async () => {
         records_changed: n,
         records_rejected: n === 5 ? 2 : 0,
         requests: n + 1,
+        load_wait_ms: n * 1_000,
         error: n === 6 ? 'HTTP 503 from the service' : null,
       })),
     )
@@ -190,6 +191,7 @@ describe('the status page repository', () => {
       command: 'schedule',
       recordsChanged: 6,
       requests: 7,
+      loadWaitMs: 6_000,
       error: 'HTTP 503 from the service',
     });
     expect(runs.get(`${ACCOUNT}\u0000endpoints`)).toEqual([]);

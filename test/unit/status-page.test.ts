@@ -65,6 +65,7 @@ function view(overrides: Partial<StatusPageView> = {}): StatusPageView {
                 recordsChanged: 0,
                 recordsRejected: 0,
                 requests: 4,
+                loadWaitMs: 0,
                 error: `503 from the service: <img src=x onerror="alert(1)"> ${HOSTILE}`,
               },
               {
@@ -77,6 +78,7 @@ function view(overrides: Partial<StatusPageView> = {}): StatusPageView {
                 recordsChanged: 7,
                 recordsRejected: 3,
                 requests: 9,
+                loadWaitMs: 12_500,
                 error: null,
               },
             ],
@@ -122,7 +124,12 @@ describe('renderStatusPage', () => {
     expect(trunk).toContain('2025-06-01T11:45:00.123456Z');
     expect(trunk).toContain('<td>15 min</td>');
     expect(trunk).toMatch(/status failed">failed<\/span> <time[^>]*>2025-06-01T11:51:00Z/);
-    expect(trunk).toContain('120 fetched, 7 changed, 3 rejected, 9 requests');
+    // A run held back by the database says for how long (a second and a tenth of it or more).
+    expect(trunk).toContain(
+      '120 fetched, 7 changed, 3 rejected, 9 requests, 12.5s of 60.0s waiting for the database',
+    );
+    expect(trunk).toContain('0 fetched, 0 changed, 0 rejected, 4 requests</span>');
+    expect(trunk.match(/waiting for the database/g)).toHaveLength(1);
     expect(trunk).toContain('<span class="bad">3</span>');
     const endpoints = /<tr data-stream="endpoints">(.*?)<\/tr>/s.exec(html)?.[1] ?? '';
     expect(endpoints).toContain('<code>off</code>');

@@ -16,6 +16,8 @@ export interface RecentRun {
   readonly recordsChanged: number;
   readonly recordsRejected: number;
   readonly requests: number;
+  /** Milliseconds its reading waited for its rows to be written (sync_runs.load_wait_ms). */
+  readonly loadWaitMs: number;
   readonly error: string | null;
 }
 
@@ -53,6 +55,7 @@ export async function findRecentRuns(
           'records_changed',
           'records_rejected',
           'requests',
+          'load_wait_ms',
           'error',
         ])
         .where('account_id', '=', accountId)
@@ -71,6 +74,7 @@ export async function findRecentRuns(
         recordsChanged: row.records_changed,
         recordsRejected: row.records_rejected,
         requests: row.requests,
+        loadWaitMs: row.load_wait_ms,
         error: row.error,
       }));
       return [`${accountId}\u0000${stream}`, runs] as const;

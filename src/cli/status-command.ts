@@ -14,7 +14,7 @@ import {
   type StreamStatus,
 } from '../db/repositories/status-repository.js';
 import { runAgeSeconds, watermarkLagSeconds, wholeSeconds } from '../domain/freshness.js';
-import { loadWaitWorthSaying, runDurationMs } from '../domain/load-wait.js';
+import { heldByDatabaseMs } from '../domain/load-wait.js';
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
@@ -146,14 +146,13 @@ function lastRunJson(run: StreamStatus['lastRun']): Record<string, unknown> | nu
 
 /**
  * `i trunk_calls: the last run spent 6.6s of its 18.8s waiting for the database …` when that run's
- * wait is worth acting on (loadWaitWorthSaying); a run still in progress has no length yet.
+ * wait is worth acting on (heldByDatabaseMs); a run still in progress has no length yet.
  */
 export function loadWaitNote(status: Pick<StreamStatus, 'stream' | 'lastRun'>): string | undefined {
   const run = status.lastRun;
   if (run === null) return undefined;
-  const durationMs = runDurationMs(run.startedAt, run.finishedAt);
-  if (durationMs === undefined || !loadWaitWorthSaying(run.loadWaitMs, durationMs))
-    return undefined;
+  const durationMs = heldByDatabaseMs(run);
+  if (durationMs === undefined) return undefined;
   return (
     `  i ${status.stream}: the last run spent ${(run.loadWaitMs / 1000).toFixed(1)}s of its ` +
     `${(durationMs / 1000).toFixed(1)}s waiting for the database; more load connections ` +

@@ -1,6 +1,6 @@
 import type { CoverageDay, CoverageState } from '../domain/coverage-days.js';
 import type { RecentRun } from '../db/repositories/status-page-repository.js';
-import { loadWaitWorthSaying, runDurationMs } from '../domain/load-wait.js';
+import { heldByDatabaseMs } from '../domain/load-wait.js';
 
 /**
  * The status page (`GET /`): what it shows, and the HTML of it. Rendering is a pure function of
@@ -160,9 +160,9 @@ function renderStream(stream: StreamView): string {
 
 function renderRun(run: RecentRun): string {
   const when = run.finishedAt ?? run.startedAt;
-  const durationMs = runDurationMs(run.startedAt, run.finishedAt);
+  const durationMs = heldByDatabaseMs(run);
   const waited =
-    durationMs !== undefined && loadWaitWorthSaying(run.loadWaitMs, durationMs)
+    durationMs !== undefined
       ? `, ${(run.loadWaitMs / 1000).toFixed(1)}s of ${(durationMs / 1000).toFixed(1)}s waiting for the database`
       : '';
   const counts = `${run.recordsFetched} fetched, ${run.recordsChanged} changed, ${run.recordsRejected} rejected, ${run.requests} requests${waited}`;

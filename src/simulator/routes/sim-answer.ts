@@ -27,30 +27,34 @@ export function jsonTextAnswer(status: number, body: string | Buffer): SimAnswer
   return { status, body, headers: {} };
 }
 
-const OBJECTS_OPEN = Buffer.from(',"objects":[', 'latin1');
-const COMMA = Buffer.from(',', 'latin1');
-const ENVELOPE_CLOSE = Buffer.from(']}', 'latin1');
+const COMMA = 0x2c;
+const CLOSE_BRACKET = 0x5d;
+const CLOSE_BRACE = 0x7d;
 
 /**
  * The UTF-8 bytes of a list envelope whose objects are already JSON, as text or as bytes (records
  * rendered at start, RenderedCallRecords): the bytes JSON.stringify({ api_id, meta, objects })
- * writes for the same values.
+ * writes for the same values, written once into a buffer of their exact length.
  */
 export function listEnvelopeBytes(
   apiId: string,
   meta: ListMetaWire,
   objects: readonly (string | Buffer)[],
 ): Buffer {
-  const parts: Buffer[] = [
-    Buffer.from(`{"api_id":${JSON.stringify(apiId)},"meta":${JSON.stringify(meta)}`, 'utf8'),
-    OBJECTS_OPEN,
-  ];
+  const head = `{"api_id":${JSON.stringify(apiId)},"meta":${JSON.stringify(meta)},"objects":[`;
+  // The head, the objects, a comma between each two, and "]}".
+  let length = Buffer.byteLength(head) + Math.max(0, objects.length - 1) + 2;
+  for (const object of objects)
+    length += typeof object === 'string' ? Buffer.byteLength(object) : object.length;
+  const bytes = Buffer.allocUnsafe(length);
+  let at = bytes.write(head);
   objects.forEach((object, i) => {
-    if (i > 0) parts.push(COMMA);
-    parts.push(typeof object === 'string' ? Buffer.from(object, 'utf8') : object);
+    if (i > 0) bytes[at++] = COMMA;
+    at += typeof object === 'string' ? bytes.write(object, at) : object.copy(bytes, at);
   });
-  parts.push(ENVELOPE_CLOSE);
-  return Buffer.concat(parts);
+  bytes[at++] = CLOSE_BRACKET;
+  bytes[at] = CLOSE_BRACE;
+  return bytes;
 }
 
 /** An error answer with the body of assumption A2: `{"api_id": "…", "error": "…"}`. */

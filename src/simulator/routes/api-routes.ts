@@ -293,12 +293,14 @@ function listTrunkCalls(context: ApiContext, request: ApiRequest): SimAnswer {
     asIs: (record: T) => string,
   ): string => (context.realShapes ? JSON.stringify(realTrunkCallRecord(record)) : asIs(record));
   const rendered = context.realShapes ? undefined : account.renderedCalls;
+  // Records served from those bytes count as generated, once for the page.
+  let servedRendered = 0;
   const objectTexts = selection.page.map((selected): string | Buffer => {
     if (selected.kind === 'added') return recordText(selected.call.record, JSON.stringify);
     const malformation = account.dataset.malformationAt(selected.index, faults.malformed);
     const bytes = malformation === undefined ? rendered?.textAt(selected.index) : undefined;
     if (bytes !== undefined) {
-      stats.countRecords(1);
+      servedRendered++;
       return bytes;
     }
     const record = account.dataset.callRecordAt(selected.index);
@@ -312,6 +314,7 @@ function listTrunkCalls(context: ApiContext, request: ApiRequest): SimAnswer {
       ),
     );
   });
+  if (servedRendered > 0) stats.countRecords(servedRendered);
   if (selection.lateWithheld > 0) stats.countFault('lateWithheld', selection.lateWithheld);
 
   const meta = buildPageMeta(

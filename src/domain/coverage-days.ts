@@ -62,6 +62,13 @@ export interface CoverageDay {
   readonly serviceCount: number | null;
   /** trunk_calls rows stored with an end_time in the day. */
   readonly storedRows: number;
+  /**
+   * The service's count covers the whole UTC day. False when it covers only part of it: the day
+   * was read when the 90-day cut-off lay inside it, or only up to the settle lag.
+   */
+  readonly countedWholeDay: boolean;
+  /** The count and the rows stored disagree, by {@link countsDiffer}. */
+  readonly differs: boolean;
   /** Complete, but fewer rows stored than the service counted: rows went missing since. */
   readonly missingRows: boolean;
   /** On or after the account's oldest ledger row: the pipeline was asked to read this day. */
@@ -114,6 +121,8 @@ function classifyDay(input: CoverageInput, start: EpochMicros, end: EpochMicros)
       state: 'beyond',
       failed: false,
       serviceCount: null,
+      countedWholeDay: false,
+      differs: false,
       missingRows: false,
     };
 
@@ -132,6 +141,8 @@ function classifyDay(input: CoverageInput, start: EpochMicros, end: EpochMicros)
     complete.length > 0 && inside.length === complete.length
       ? inside.reduce((sum, window) => sum + (window.totalCount ?? 0), 0)
       : null;
+  const countedMicros = inside.reduce((sum, window) => sum + (window.end - window.start), 0);
+  const countedWholeDay = serviceCount !== null && countedMicros >= end - start;
 
   let state: CoverageState;
   if (pending) state = 'incomplete';
@@ -142,8 +153,47 @@ function classifyDay(input: CoverageInput, start: EpochMicros, end: EpochMicros)
     state,
     failed,
     serviceCount,
+    countedWholeDay,
+    differs: countsDiffer(serviceCount, storedRows, countedWholeDay ? 'whole' : 'part'),
     missingRows: state === 'complete' && serviceCount !== null && storedRows < serviceCount,
   };
+}
+
+/**
+ * The edge rule: whether the service's count of a day and the rows stored for it disagree.
+ * `storedRows` are the rows stored with an end_time anywhere in the UTC day. A count of the
+ * whole day (`counted` 'whole') must equal them. A count of part of the day (`'part'`: taken
+ * when the 90-day cut-off lay inside the day, so the rows from before the cut-off are stored
+ * but no longer counted; or taken up to the settle lag) differs only when fewer rows are stored
+ * than it counts: the part's rows are among the day's, more are never a fault. Nothing counted
+ * (`serviceCount` null): nothing differs.
+ */
+export function countsDiffer(
+  serviceCount: number | null,
+  storedRows: number,
+  counted: 'whole' | 'part',
+): boolean {
+  if (serviceCount === null) return false;
+  return counted === 'whole' ? storedRows !== serviceCount : storedRows < serviceCount;
+}
+
+/**
+ * The part of the UTC day `[dayStart, dayEnd)` a count can be taken of and compared over at a
+ * given moment: from the later of the day's start and the service's cut-off (`cutOff`, the
+ * horizon) to the earlier of its end and `until` (now minus the settle lag). Undefined when
+ * nothing of the day is in reach. A count over this span is compared with the rows stored in the
+ * same span; the rows stored from before the cut-off are not an error.
+ */
+export function comparableSpan(
+  dayStart: EpochMicros,
+  dayEnd: EpochMicros,
+  cutOff: EpochMicros,
+  until: EpochMicros,
+): { start: EpochMicros; end: EpochMicros; wholeDay: boolean } | undefined {
+  const start = Math.max(dayStart, cutOff);
+  const end = Math.min(dayEnd, until);
+  if (end <= start) return undefined;
+  return { start, end, wholeDay: start === dayStart && end === dayEnd };
 }
 
 /**

@@ -51,6 +51,7 @@ export async function readStatusPage(
     accounts: coverage.map((account) => ({
       accountId: account.accountId,
       coverage: account.days,
+      billedByDay: account.billedByDay,
       unreadNearHorizon: unread.get(account.accountId) ?? [],
       streams: source.schedule.map(({ stream, cron }) => {
         const watermark = watermarkOf.get(key(account.accountId, stream))?.watermark ?? null;

@@ -1,6 +1,20 @@
 import type { CoverageDay, CoverageState } from '../domain/coverage-days.js';
 import type { RecentRun } from '../db/repositories/status-page-repository.js';
 import { heldByDatabaseMs } from '../domain/load-wait.js';
+import { CHART_DAY_STEP, CHART_LEFT, planDayChart, renderDayChart } from './day-chart.js';
+import { escapeHtml } from './escape-html.js';
+import {
+  foldRepeatedSkips,
+  formatAmount,
+  formatCount,
+  formatDuration,
+  formatTime,
+  splitErrorText,
+  type FoldedRuns,
+} from './status-page-text.js';
+
+export { escapeHtml } from './escape-html.js';
+export { formatDuration } from './status-page-text.js';
 
 /**
  * The status page (`GET /`): what it shows, and the HTML of it. Rendering is a pure function of
@@ -32,6 +46,8 @@ export interface AccountView {
   readonly streams: readonly StreamView[];
   /** The trunk_calls coverage strip, oldest day first. */
   readonly coverage: readonly CoverageDay[];
+  /** The billed amount stored per day of the strip (`YYYY-MM-DD` → exact decimal text). */
+  readonly billedByDay: ReadonlyMap<string, string>;
   /** The days of the strip the horizon alarm counts (`YYYY-MM-DD`). */
   readonly unreadNearHorizon: readonly string[];
 }
@@ -49,19 +65,6 @@ export interface StatusPageView {
   readonly version: string;
 }
 
-const HTML_ESCAPES: Readonly<Record<string, string>> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-/** Text made safe for HTML content and quoted attribute values. */
-export function escapeHtml(value: string | number): string {
-  return String(value).replace(/[&<>"']/g, (char) => HTML_ESCAPES[char] ?? char);
-}
-
 /** What a strip cell's class says, for the legend and the cells' titles. */
 const STATE_LABELS: Readonly<Record<CoverageState, string>> = {
   complete: 'complete',
@@ -73,7 +76,7 @@ const STATE_LABELS: Readonly<Record<CoverageState, string>> = {
 /**
  * The CSS classes of a strip cell: `day` and its state, plus `failed` (a window of the day
  * failed), `missing` (complete, but fewer rows stored than the service counted) and `alarm`
- * (counted by the horizon alarm).
+ * (counted by the horizon alarm). One class per mark, so more marks can be added beside them.
  */
 export function coverageCellClasses(day: CoverageDay, alarm: boolean): string[] {
   const classes = ['day', day.state];
@@ -81,17 +84,6 @@ export function coverageCellClasses(day: CoverageDay, alarm: boolean): string[] 
   if (day.missingRows) classes.push('missing');
   if (alarm) classes.push('alarm');
   return classes;
-}
-
-/** A duration in the largest two units that matter: `45 s`, `12 min`, `3 h 5 min`, `2 d 4 h`. */
-export function formatDuration(seconds: number): string {
-  const s = Math.round(seconds);
-  if (s < 60) return `${s} s`;
-  const minutes = Math.floor(s / 60);
-  if (minutes < 60) return `${minutes} min`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 48) return `${hours} h ${minutes % 60} min`;
-  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
 }
 
 /** The status page as a complete HTML document; every value from the database is escaped. */
@@ -109,7 +101,7 @@ export function renderStatusPage(view: StatusPageView): string {
 <body>
 <header>
 <h1>telesync status</h1>
-<p>Generated ${time(view.generatedAt)} · the service serves calls that ended after ${time(view.horizonStart)} (90-day horizon) · reload for fresh figures</p>
+<p>Generated ${time(view.generatedAt)} · all times UTC · the service serves calls that ended after ${time(view.horizonStart)} (90-day horizon) · reload for fresh figures</p>
 </header>
 ${alarms.length === 0 ? '' : renderAlarm(alarms, view.horizonAlarmDays)}
 ${view.accounts.length === 0 ? '<p>No account is configured.</p>' : view.accounts.map((account) => renderAccount(account, view)).join('\n')}
@@ -121,10 +113,11 @@ ${view.accounts.length === 0 ? '<p>No account is configured.</p>' : view.account
 
 function renderAlarm(alarms: readonly AccountView[], alarmDays: number): string {
   const items = alarms
-    .map(
-      (account) =>
-        `<li><strong>${escapeHtml(account.accountId)}</strong>: ${account.unreadNearHorizon.length} day(s) (${account.unreadNearHorizon.map(escapeHtml).join(', ')})</li>`,
-    )
+    .map((account) => {
+      const days = account.unreadNearHorizon;
+      const count = days.length === 1 ? '1 day' : `${formatCount(days.length)} days`;
+      return `<li><strong>${escapeHtml(account.accountId)}</strong>: ${count} (${days.map(escapeHtml).join(', ')})</li>`;
+    })
     .join('');
   return `<section class="alarm-box" role="alert">
 <h2>Data about to leave the horizon unread</h2>
@@ -133,75 +126,175 @@ function renderAlarm(alarms: readonly AccountView[], alarmDays: number): string 
 </section>`;
 }
 
+/**
+ * The reason several streams of an account were last skipped for, when it is the same: said
+ * once above the table instead of in every row.
+ */
+function sharedSkip(
+  streams: readonly StreamView[],
+): { reason: string; streams: string[] } | undefined {
+  const latest = streams
+    .map((stream) => ({ stream: stream.stream, run: stream.runs[0] }))
+    .filter((entry) => entry.run?.status === 'skipped' && entry.run.error !== null);
+  const reasons = new Set(latest.map((entry) => entry.run?.error));
+  const [reason] = reasons;
+  if (latest.length < 2 || reasons.size !== 1 || reason === undefined || reason === null)
+    return undefined;
+  return { reason, streams: latest.map((entry) => entry.stream) };
+}
+
 function renderAccount(account: AccountView, view: StatusPageView): string {
+  const skip = sharedSkip(account.streams);
+  const notice =
+    skip === undefined
+      ? ''
+      : `<div class="notice"><strong>${formatCount(skip.streams.length)} streams skipped</strong> (${skip.streams.map(escapeHtml).join(', ')}): ${renderError(skip.reason)}</div>`;
   return `<section class="account" data-account="${escapeHtml(account.accountId)}">
 <h2>Account ${escapeHtml(account.accountId)}</h2>
+${notice}
 <table class="streams">
 <thead><tr><th>stream</th><th>schedule</th><th>watermark</th><th>lag</th><th>recent runs (newest first)</th><th>rejected</th></tr></thead>
 <tbody>
-${account.streams.map(renderStream).join('\n')}
+${account.streams.map((stream) => renderStream(stream, skip?.reason)).join('\n')}
 </tbody>
 </table>
-${renderCoverage(account, view.horizonAlarmDays)}
+${renderDays(account, view.horizonAlarmDays)}
 </section>`;
 }
 
-function renderStream(stream: StreamView): string {
+function renderStream(stream: StreamView, sharedReason: string | undefined): string {
   const runs =
     stream.runs.length === 0
       ? '<span class="muted">no run yet</span>'
-      : `<ol class="runs">${stream.runs.map(renderRun).join('')}</ol>`;
+      : `<ol class="runs">${foldRepeatedSkips(stream.runs)
+          .map((folded) => renderRun(folded, sharedReason))
+          .join('')}</ol>`;
   const rejects =
     stream.rejects === 0
       ? '0'
-      : `<span class="bad">${escapeHtml(stream.rejects)}</span>${stream.lastRejectAt === null ? '' : ` <span class="muted">last ${time(stream.lastRejectAt)}</span>`}`;
-  return `<tr data-stream="${escapeHtml(stream.stream)}"><td>${escapeHtml(stream.stream)}</td><td><code>${escapeHtml(stream.schedule)}</code></td><td>${stream.watermark === null ? '<span class="muted">—</span>' : time(stream.watermark)}</td><td>${stream.lagSeconds === null ? '<span class="muted">—</span>' : escapeHtml(formatDuration(stream.lagSeconds))}</td><td>${runs}</td><td>${rejects}</td></tr>`;
+      : `<span class="bad">${formatCount(stream.rejects)}</span>${stream.lastRejectAt === null ? '' : `<div class="muted">last ${time(stream.lastRejectAt)}</div>`}`;
+  const lag =
+    stream.lagSeconds === null
+      ? '<span class="muted">—</span>'
+      : escapeHtml(formatDuration(stream.lagSeconds));
+  return `<tr data-stream="${escapeHtml(stream.stream)}"><td>${escapeHtml(stream.stream)}</td><td><code>${escapeHtml(stream.schedule)}</code></td><td>${stream.watermark === null ? '<span class="muted">—</span>' : time(stream.watermark)}</td><td>${lag}</td><td>${runs}</td><td>${rejects}</td></tr>`;
 }
 
-function renderRun(run: RecentRun): string {
+function plural(count: number, one: string, many: string): string {
+  return `${formatCount(count)} ${count === 1 ? one : many}`;
+}
+
+function renderRun(folded: FoldedRuns<RecentRun>, sharedReason: string | undefined): string {
+  const run = folded.newest;
   const when = run.finishedAt ?? run.startedAt;
-  const durationMs = heldByDatabaseMs(run);
-  const waited =
-    durationMs !== undefined
-      ? `, ${(run.loadWaitMs / 1000).toFixed(1)}s of ${(durationMs / 1000).toFixed(1)}s waiting for the database`
+  const status = `<span class="status ${escapeHtml(run.status)}">${escapeHtml(run.status)}${folded.count > 1 ? ` ×${formatCount(folded.count)}` : ''}</span>`;
+  const since =
+    folded.count > 1
+      ? ` <span class="muted">since</span> ${time(folded.oldest.finishedAt ?? folded.oldest.startedAt)}`
       : '';
-  const counts = `${run.recordsFetched} fetched, ${run.recordsChanged} changed, ${run.recordsRejected} rejected, ${run.requests} requests${waited}`;
-  const error = run.error === null ? '' : ` <span class="error">${escapeHtml(run.error)}</span>`;
-  return `<li><span class="status ${escapeHtml(run.status)}">${escapeHtml(run.status)}</span> ${time(when)} <span class="muted">${escapeHtml(run.command)} · ${escapeHtml(counts)}</span>${error}</li>`;
+  if (run.status === 'skipped') {
+    const reason =
+      run.error === null
+        ? ''
+        : run.error === sharedReason
+          ? ' <span class="muted">(the reason above)</span>'
+          : `<div class="reason">${renderError(run.error)}</div>`;
+    return `<li>${status} ${time(when)}${since} <span class="muted">${escapeHtml(run.command)}</span>${reason}</li>`;
+  }
+  const durationMs = heldByDatabaseMs(run);
+  const counts = [
+    `${formatCount(run.recordsFetched)} fetched`,
+    `${formatCount(run.recordsChanged)} changed`,
+    ...(run.recordsRejected > 0 ? [`${formatCount(run.recordsRejected)} rejected`] : []),
+    plural(run.requests, 'request', 'requests'),
+    ...(durationMs !== undefined
+      ? [
+          `${(run.loadWaitMs / 1000).toFixed(1)}s of ${(durationMs / 1000).toFixed(1)}s waiting for the database`,
+        ]
+      : []),
+  ].join(' · ');
+  const error =
+    run.error === null ? '' : `<div class="reason">${renderError(run.error, run.status)}</div>`;
+  return `<li>${status} ${time(when)} <span class="muted">${escapeHtml(run.command)} · ${escapeHtml(counts)}</span>${error}</li>`;
 }
 
-function renderCoverage(account: AccountView, alarmDays: number): string {
+/**
+ * An error as its cause, the whole text behind a click when the cause leaves anything out; a
+ * leading "skipped: " or "stopped: " is left to the status beside it.
+ */
+function renderError(text: string, status?: string): string {
+  const { cause, details } = splitErrorText(text.replace(/^(?:skipped|stopped): /, ''));
+  const className = status === 'failed' ? 'error' : 'cause';
+  const shown = `<span class="${className}">${escapeHtml(cause)}</span>`;
+  return details === undefined
+    ? shown
+    : `<details class="error-details"><summary>${shown}</summary><pre>${escapeHtml(details)}</pre></details>`;
+}
+
+function renderDays(account: AccountView, alarmDays: number): string {
   const alarm = new Set(account.unreadNearHorizon);
+  const billed = (day: CoverageDay) => account.billedByDay.get(day.day) ?? '0';
+  const chart = account.coverage.map((day) => ({
+    day: day.day,
+    serviceCount: day.serviceCount,
+    storedRows: day.storedRows,
+    billedAmount: billed(day),
+    differs: day.differs,
+    alarm: alarm.has(day.day),
+  }));
   const cells = account.coverage
     .map((day) => {
       const classes = coverageCellClasses(day, alarm.has(day.day));
-      const title = `${day.day}: ${STATE_LABELS[day.state]}${day.failed ? ' (a window failed)' : ''} · service ${day.serviceCount ?? '?'} · stored ${day.storedRows}`;
+      const title = `${day.day}: ${STATE_LABELS[day.state]}${day.failed ? ' (a window failed)' : ''} · service ${day.serviceCount === null ? '?' : formatCount(day.serviceCount)} · stored ${formatCount(day.storedRows)}`;
       return `<span class="${classes.join(' ')}" data-day="${escapeHtml(day.day)}" title="${escapeHtml(title)}"></span>`;
     })
     .join('');
-  const rows = account.coverage
+  // The strip's labels sit under the same days as the chart's axis.
+  const labels = planDayChart(chart)
+    .ticks.map(
+      (tick) =>
+        `<span class="label" data-day="${escapeHtml(tick.day)}" style="left:${tick.x}px">${escapeHtml(tick.label)}</span>`,
+    )
+    .join('');
+  const rows = [...account.coverage]
+    .reverse()
     .map((day) => {
-      const differs = day.serviceCount !== null && day.serviceCount !== day.storedRows;
-      return `<tr data-day="${escapeHtml(day.day)}"${differs ? ' class="differs"' : ''}><td>${escapeHtml(day.day)}</td><td>${escapeHtml(STATE_LABELS[day.state])}${day.failed ? ', failed' : ''}</td><td>${day.serviceCount ?? '—'}</td><td>${day.storedRows}</td></tr>`;
+      const difference = day.serviceCount === null ? 0 : day.storedRows - day.serviceCount;
+      const check = !day.differs
+        ? day.serviceCount === null
+          ? '<span class="muted">—</span>'
+          : day.countedWholeDay
+            ? 'agrees'
+            : `agrees <span class="muted">(part of the day counted)</span>`
+        : `<span class="bad">${difference > 0 ? '+' : '−'}${formatCount(Math.abs(difference))}</span>`;
+      return `<tr data-day="${escapeHtml(day.day)}"${day.differs ? ' class="differs"' : ''}><td>${escapeHtml(day.day)}</td><td>${escapeHtml(STATE_LABELS[day.state])}${day.failed ? ', failed' : ''}</td><td class="num">${day.serviceCount === null ? '—' : formatCount(day.serviceCount)}</td><td class="num">${formatCount(day.storedRows)}</td><td>${check}</td><td class="num">${escapeHtml(formatAmount(billed(day)))}</td></tr>`;
     })
     .join('\n');
   const counted = account.coverage.filter((day) => day.serviceCount !== null);
   const service = counted.reduce((sum, day) => sum + (day.serviceCount ?? 0), 0);
   const stored = counted.reduce((sum, day) => sum + day.storedRows, 0);
-  const differing = counted.filter((day) => day.serviceCount !== day.storedRows).length;
+  const differing = account.coverage.filter((day) => day.differs);
+  const verdict =
+    differing.length === 0
+      ? `all ${plural(counted.length, 'counted day agrees', 'counted days agree')}`
+      : `<span class="bad">${plural(differing.length, 'day differs', 'days differ')}: ${differing.map((day) => escapeHtml(day.day)).join(', ')}</span>`;
   const legend = (Object.keys(STATE_LABELS) as CoverageState[])
     .map(
       (state) =>
         `<span class="key"><span class="day ${state}"></span>${STATE_LABELS[state]}</span>`,
     )
     .join('');
-  return `<h3>trunk_calls coverage, last ${account.coverage.length} UTC days (sync_windows)</h3>
-<div class="strip" aria-label="coverage by day, oldest first">${cells}</div>
-<p class="legend">${legend}<span class="key"><span class="day complete missing"></span>rows missing</span>${alarmDays > 0 ? `<span class="key"><span class="day unread alarm"></span>horizon alarm (${escapeHtml(alarmDays)} days)</span>` : ''}</p>
-<details>
-<summary>Per day: the service's count beside the rows stored (${differing === 0 ? 'all counted days agree' : `${differing} counted day(s) differ`}; ${service} counted, ${stored} stored on those days)</summary>
+  return `<h3>trunk_calls, last ${account.coverage.length} UTC days <span class="muted">(newest at the right)</span></h3>
+<p class="verdict">${verdict} · ${formatCount(service)} counted, ${formatCount(stored)} stored on the counted days</p>
+<p class="legend"><span class="key"><span class="swatch counted"></span>service count</span><span class="key"><span class="swatch stored"></span>rows stored</span><span class="key"><span class="swatch differs"></span>differs</span><span class="key"><span class="swatch billed"></span>billed amount</span>${alarmDays > 0 ? `<span class="key"><span class="swatch alarm"></span>horizon alarm (${escapeHtml(alarmDays)} days)</span>` : ''}</p>
+<div class="chart">${renderDayChart(chart, `calls and billed amount per day, account ${account.accountId}`)}</div>
+<div class="strip" style="padding-left:${CHART_LEFT + 1}px" aria-label="coverage by day, oldest first">${cells}</div>
+<div class="strip-axis">${labels}</div>
+<p class="legend">${legend}<span class="key"><span class="day complete missing"></span>rows missing</span>${alarmDays > 0 ? `<span class="key"><span class="day unread alarm"></span>horizon alarm</span>` : ''}</p>
+<details class="per-day">
+<summary>Per day, newest first: the service's count beside the rows stored, and the billed amount</summary>
 <table class="days">
-<thead><tr><th>day (UTC)</th><th>ledger</th><th>service count</th><th>rows stored</th></tr></thead>
+<thead><tr><th>day (UTC)</th><th>ledger</th><th>service count</th><th>rows stored</th><th>check</th><th>billed amount</th></tr></thead>
 <tbody>
 ${rows}
 </tbody>
@@ -209,25 +302,46 @@ ${rows}
 </details>`;
 }
 
+/** An instant to the second; the full text stays in the `datetime` attribute. */
 function time(iso: string): string {
-  return `<time datetime="${escapeHtml(iso)}">${escapeHtml(iso)}</time>`;
+  return `<time datetime="${escapeHtml(iso)}">${escapeHtml(formatTime(iso))}</time>`;
 }
 
 const STYLE = `
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1d2330;background:#fff}
-h1{font-size:1.4rem;margin:0 0 .2rem}h2{font-size:1.15rem;margin:1.5rem 0 .5rem}h3{font-size:1rem;margin:1rem 0 .4rem}
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#1d2330;background:#fff}
+h1{font-size:1.4rem;margin:0 0 .2rem}h2{font-size:1.15rem;margin:1.8rem 0 .5rem}h3{font-size:1rem;margin:1.2rem 0 .3rem}
 header p,.muted{color:#5b6475}
-table{border-collapse:collapse;margin:.3rem 0}th,td{border-bottom:1px solid #e3e6ec;padding:.25rem .6rem;text-align:left;vertical-align:top}
-th{font-weight:600;background:#f5f6f8}
-.runs{margin:0;padding-left:1.1rem}.status{font-weight:600}.status.succeeded{color:#1a7f37}.status.failed{color:#c62828}
-.status.running,.status.stopped,.status.skipped{color:#9a6700}.bad,.error{color:#c62828}
-.strip{display:flex;gap:2px;flex-wrap:nowrap;overflow-x:auto;padding:.2rem 0}
+code,time{white-space:nowrap}
+table{border-collapse:collapse;margin:.3rem 0}th,td{border-bottom:1px solid #e3e6ec;padding:.3rem .6rem;text-align:left;vertical-align:top;white-space:nowrap}
+th{font-weight:600;background:#f5f6f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.runs{margin:0;padding-left:1.1rem}.runs li+li{margin-top:.15rem}.status{font-weight:600}
+.status.succeeded{color:#1a7f37}.status.failed{color:#c62828}.status.running,.status.stopped,.status.skipped{color:#9a6700}
+.bad,.error{color:#c62828}.cause{color:#6e4a00}
+.reason{margin:.1rem 0 .2rem}.error-details summary{cursor:pointer}.error-details summary::marker{color:#5b6475}
+.error-details pre{white-space:pre-wrap;word-break:break-all;max-width:60rem;margin:.3rem 0;padding:.4rem .6rem;background:#f5f6f8;border-radius:4px;font-size:12px}
+.notice{border-left:4px solid #d29922;background:#fff8e6;padding:.4rem .8rem;margin:.4rem 0}
+.verdict{margin:.2rem 0}
+.chart{overflow-x:auto}
+.day-chart{display:block;font:11px system-ui,sans-serif}
+.day-chart .panel-label{fill:#5b6475;font-size:11px}.day-chart .scale{fill:#5b6475;font-variant-numeric:tabular-nums}
+.day-chart .grid{stroke:#e3e6ec}.day-chart .axis{stroke:#8c95a6}.day-chart .tick line{stroke:#8c95a6}.day-chart .tick text{fill:#3d4554}
+.chart-day .column{fill:transparent}.chart-day:hover .column{fill:#eef2f8}
+.chart-day.alarm .column{fill:#ffe4b3}
+.chart-day .counted{fill:#9cc3f5}.chart-day .stored{fill:#1f5fbf}.chart-day .billed{fill:#8a63d2}
+.chart-day.differs .column{fill:#fff0f0}.chart-day.differs .stored{fill:#cf222e}.differs-mark{fill:#cf222e}
+.strip{display:flex;gap:2px;flex-wrap:nowrap;padding:.5rem 0 0}
 .day{display:inline-block;width:9px;height:22px;border-radius:2px;background:#d0d4dc;flex:none}
+.strip .day{width:${CHART_DAY_STEP - 2}px}
 .day.complete{background:#2da44e}.day.incomplete{background:#d29922}.day.failed{background:#cf222e}
 .day.unread{background:#d0d4dc}.day.beyond{background:repeating-linear-gradient(45deg,#eee,#eee 2px,#bbb 2px,#bbb 4px)}
 .day.missing{box-shadow:inset 0 -6px 0 #cf222e}.day.alarm{outline:2px solid #cf222e;outline-offset:1px}
-.legend .key{margin-right:1rem;white-space:nowrap}.legend .day{height:10px;margin-right:.3rem;vertical-align:middle}
+.strip-axis{position:relative;height:1.2rem;font-size:11px;color:#3d4554}
+.strip-axis .label{position:absolute;top:.15rem;transform:translateX(-50%);white-space:nowrap}
+.legend{color:#3d4554}.legend .key{margin-right:1rem;white-space:nowrap}.legend .day{height:10px;margin-right:.3rem;vertical-align:middle}
+.swatch{display:inline-block;width:10px;height:10px;margin-right:.3rem;vertical-align:middle;border-radius:2px}
+.swatch.counted{background:#9cc3f5}.swatch.stored{background:#1f5fbf}.swatch.differs{background:#cf222e}.swatch.billed{background:#8a63d2}.swatch.alarm{background:#ffe4b3;outline:1px solid #e9b35f}
 .alarm-box{border:2px solid #cf222e;background:#fff5f5;padding:.2rem 1rem;border-radius:4px}
+.per-day summary{cursor:pointer;margin:.4rem 0}
 tr.differs td{background:#fff5f5}
 footer{margin-top:2rem;color:#5b6475}
 `;

@@ -1,7 +1,8 @@
 import {
   findCoverageWindows,
-  findStoredRowsByDay,
+  findStoredDays,
   findTrackedFrom,
+  type StoredDay,
 } from '../db/repositories/coverage-repository.js';
 import type { Tables } from '../db/schema.js';
 import {
@@ -21,6 +22,8 @@ export interface AccountCoverage {
   readonly horizonStart: EpochMicros;
   /** {@link COVERAGE_DAYS} days, oldest first. */
   readonly days: readonly CoverageDay[];
+  /** The billed amount stored per day (`YYYY-MM-DD` → exact decimal text), with `storedRows`. */
+  readonly billedByDay: ReadonlyMap<string, string>;
 }
 
 /** The days of one account about to leave the horizon unread (the horizon alarm). */
@@ -48,20 +51,24 @@ export async function readCoverage(
     findCoverageWindows(db, accountIds, span.start, span.end),
     findTrackedFrom(db, accountIds),
     options.storedRows
-      ? findStoredRowsByDay(db, accountIds, span.start, span.end)
-      : Promise.resolve(new Map<string, Map<string, number>>()),
+      ? findStoredDays(db, accountIds, span.start, span.end)
+      : Promise.resolve(new Map<string, Map<string, StoredDay>>()),
   ]);
-  return accountIds.map((accountId) => ({
-    accountId,
-    horizonStart: horizon,
-    days: planCoverageDays({
-      windows: windows.get(accountId) ?? [],
-      storedRowsByDay: stored.get(accountId) ?? new Map(),
-      trackedFrom: trackedFrom.get(accountId) ?? null,
-      now,
+  return accountIds.map((accountId) => {
+    const days = [...(stored.get(accountId) ?? new Map<string, StoredDay>())];
+    return {
+      accountId,
       horizonStart: horizon,
-    }),
-  }));
+      billedByDay: new Map(days.map(([day, found]) => [day, found.billedAmount])),
+      days: planCoverageDays({
+        windows: windows.get(accountId) ?? [],
+        storedRowsByDay: new Map(days.map(([day, found]) => [day, found.rows])),
+        trackedFrom: trackedFrom.get(accountId) ?? null,
+        now,
+        horizonStart: horizon,
+      }),
+    };
+  });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   findCoverageWindows,
-  findStoredRowsByDay,
+  findStoredDays,
   findTrackedFrom,
 } from '../../src/db/repositories/coverage-repository.js';
 import {
@@ -38,8 +38,14 @@ function slot(
   };
 }
 
-function call(accountId: string, uuid: string, endTime: string) {
-  return { account_id: accountId, call_uuid: uuid, end_time: endTime, raw: '{}' };
+function call(accountId: string, uuid: string, endTime: string, amount: string | null = null) {
+  return {
+    account_id: accountId,
+    call_uuid: uuid,
+    end_time: endTime,
+    total_amount: amount,
+    raw: '{}',
+  };
 }
 
 beforeAll(async () => {
@@ -63,8 +69,10 @@ beforeAll(async () => {
   await db
     .insertInto('trunk_calls')
     .values([
-      call(ACCOUNT, 'c1', '2026-08-26 13:00:00+00:00'),
-      call(ACCOUNT, 'c2', '2026-08-26 23:59:59.999999+00:00'),
+      // Stored by a read when the cut-off was older: before the 11:00 the ledger now counts from.
+      call(ACCOUNT, 'c0', '2026-08-26 09:00:00+00:00'),
+      call(ACCOUNT, 'c1', '2026-08-26 13:00:00+00:00', '1234.56789'),
+      call(ACCOUNT, 'c2', '2026-08-26 23:59:59.999999+00:00', '0.00001'),
       // 22:00 at -04:00 is the next UTC day.
       call(ACCOUNT, 'c3', '2026-08-26 22:00:00-04:00'),
       call(ACCOUNT, 'c4', '2026-08-27 10:00:00+00:00'),
@@ -156,18 +164,16 @@ describe('the coverage repository', () => {
     ).toEqual({ [ACCOUNT]: '2026-05-01T00:00:00Z', [OTHER]: '2026-08-27T00:00:00Z' });
   });
 
-  it('counts the rows stored per UTC day of end_time, within the strip only', async () => {
-    const stored = await findStoredRowsByDay(
-      handle.database.db,
-      [ACCOUNT, OTHER],
-      STRIP_FROM,
-      STRIP_TO,
-    );
+  it('counts the rows stored and sums the billed amount per UTC day of end_time, within the strip only', async () => {
+    const stored = await findStoredDays(handle.database.db, [ACCOUNT, OTHER], STRIP_FROM, STRIP_TO);
     expect(Object.fromEntries(stored.get(ACCOUNT) ?? [])).toEqual({
-      '2026-08-26': 2,
-      '2026-08-27': 3,
+      // Exact: numeric summed in the database, returned as text.
+      '2026-08-26': { rows: 3, billedAmount: '1234.56790' },
+      '2026-08-27': { rows: 3, billedAmount: '0' },
     });
-    expect(Object.fromEntries(stored.get(OTHER) ?? [])).toEqual({ '2026-08-27': 1 });
+    expect(Object.fromEntries(stored.get(OTHER) ?? [])).toEqual({
+      '2026-08-27': { rows: 1, billedAmount: '0' },
+    });
   });
 });
 
@@ -233,13 +239,15 @@ describe('the status page repository', () => {
     expect(account?.coverage).toHaveLength(90);
     const state = (day: string) => {
       const found = days.get(day)!;
-      return [found.state, found.serviceCount, found.storedRows, found.missingRows];
+      return [found.state, found.serviceCount, found.storedRows, found.missingRows, found.differs];
     };
-    expect(state('2026-08-26')).toEqual(['complete', 2, 2, false]);
-    expect(state('2026-08-27')).toEqual(['complete', 3, 3, false]);
-    expect(state('2026-08-28')).toEqual(['incomplete', null, 0, false]);
-    expect(state('2026-09-10')).toEqual(['complete', 1, 0, true]);
-    expect(state('2026-11-23')).toEqual(['unread', null, 0, false]);
+    // Counted from 11:00 only: the row from 09:00 is stored, not a difference.
+    expect(state('2026-08-26')).toEqual(['complete', 2, 3, false, false]);
+    expect(state('2026-08-27')).toEqual(['complete', 3, 3, false, false]);
+    expect(state('2026-08-28')).toEqual(['incomplete', null, 0, false, false]);
+    expect(state('2026-09-10')).toEqual(['complete', 1, 0, true, true]);
+    expect(state('2026-11-23')).toEqual(['unread', null, 0, false, false]);
+    expect(account?.billedByDay.get('2026-08-26')).toBe('1234.56790');
     // Within 7 days of the horizon: the failed day and the unread ones after it.
     expect(account?.unreadNearHorizon).toEqual([
       '2026-08-28',

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  comparableSpan,
+  countsDiffer,
   COVERAGE_DAYS,
   planCoverageDays,
   unreadNearHorizon,
@@ -120,6 +122,69 @@ describe('planCoverageDays', () => {
   });
 });
 
+describe('the edge rule (countsDiffer, and the days planCoverageDays marks as differing)', () => {
+  it('compares a whole day both ways, part of a day only for rows missing', () => {
+    expect(countsDiffer(120, 120, 'whole')).toBe(false);
+    expect(countsDiffer(120, 122, 'whole')).toBe(true);
+    expect(countsDiffer(120, 118, 'whole')).toBe(true);
+    // Counted from the cut-off on: the rows stored from before it are not an error…
+    expect(countsDiffer(120, 122, 'part')).toBe(false);
+    expect(countsDiffer(120, 120, 'part')).toBe(false);
+    // …but fewer rows than the part counted are.
+    expect(countsDiffer(120, 119, 'part')).toBe(true);
+    expect(countsDiffer(null, 5, 'whole')).toBe(false);
+  });
+
+  it('does not report the day the 90-day cut-off moved into as differing', () => {
+    const days = byDay(
+      planCoverageDays(
+        input({
+          windows: [
+            // Read at first from 08:00, then again when the cut-off had moved on to 11:10.
+            window('2025-03-03T11:10:00Z', 'complete', 120, '2025-03-04'),
+            window('2025-03-04', 'complete', 100),
+            window('2025-03-05', 'complete', 90),
+            window('2025-03-06', 'complete', 10, '2025-03-06T12:00:00Z'),
+          ],
+          storedRowsByDay: new Map([
+            ['2025-03-03', 122],
+            ['2025-03-04', 102],
+            ['2025-03-05', 89],
+            ['2025-03-06', 9],
+          ]),
+        }),
+      ),
+    );
+    const verdict = (day: string) => {
+      const found = days.get(day)!;
+      return [found.serviceCount, found.storedRows, found.countedWholeDay, found.differs];
+    };
+    expect(verdict('2025-03-03')).toEqual([120, 122, false, false]);
+    expect(verdict('2025-03-04')).toEqual([100, 102, true, true]);
+    expect(verdict('2025-03-05')).toEqual([90, 89, true, true]);
+    expect(verdict('2025-03-06')).toEqual([10, 9, false, true]);
+  });
+});
+
+describe('comparableSpan', () => {
+  const day = toEpochMicros('2025-03-03T00:00:00Z');
+  const end = toEpochMicros('2025-03-04T00:00:00Z');
+  it('starts a day at the cut-off and ends it at the settled end', () => {
+    expect(comparableSpan(day, end, HORIZON, NOW)).toEqual({
+      start: HORIZON,
+      end,
+      wholeDay: false,
+    });
+    expect(comparableSpan(day, end, day - 1, end + 1)).toEqual({ start: day, end, wholeDay: true });
+    const noon = toEpochMicros('2025-03-03T12:00:00Z');
+    expect(comparableSpan(day, end, day, noon)).toEqual({ start: day, end: noon, wholeDay: false });
+  });
+  it('is undefined for a day wholly beyond the cut-off or not yet settled', () => {
+    expect(comparableSpan(day, end, end, NOW)).toBeUndefined();
+    expect(comparableSpan(day, end, day - 1, day)).toBeUndefined();
+  });
+});
+
 describe('unreadNearHorizon', () => {
   const days = planCoverageDays(
     input({
@@ -167,6 +232,7 @@ describe('horizonUnread (the gauge and the /healthz check)', () => {
       {
         accountId: 'MA_GAP',
         horizonStart: HORIZON,
+        billedByDay: new Map(),
         days: planCoverageDays(
           input({
             windows: [window('2025-03-04', 'planned', null)],
@@ -177,6 +243,7 @@ describe('horizonUnread (the gauge and the /healthz check)', () => {
       {
         accountId: 'MA_NEW',
         horizonStart: HORIZON,
+        billedByDay: new Map(),
         // Set up a week ago with TELESYNC_INITIAL_DAYS: old days were never asked for.
         days: planCoverageDays(input({ trackedFrom: toEpochMicros('2025-05-25T00:00:00Z') })),
       },

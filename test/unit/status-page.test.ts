@@ -23,13 +23,17 @@ function day(from: string, status: CoverageWindow['status'], totalCount: number 
 function view(overrides: Partial<StatusPageView> = {}): StatusPageView {
   const coverage = planCoverageDays({
     windows: [
+      // Read when the 90-day cut-off lay at 11:10 of the day: 40 counted from there on.
+      { ...day('2025-03-03', 'complete', 40), start: toEpochMicros('2025-03-03T11:10:00Z') },
       day('2025-03-05', 'failed', null),
-      day('2025-03-06', 'complete', 12),
+      day('2025-03-06', 'complete', 12_000),
       day('2025-05-30', 'complete', 20),
       day('2025-05-31', 'planned', null),
     ],
     storedRowsByDay: new Map([
-      ['2025-03-06', 12],
+      // Two rows from before 11:10, stored by an earlier read: no difference.
+      ['2025-03-03', 42],
+      ['2025-03-06', 12_000],
       ['2025-05-30', 18],
     ]),
     trackedFrom: toEpochMicros('2025-03-05T00:00:00Z'),
@@ -45,6 +49,10 @@ function view(overrides: Partial<StatusPageView> = {}): StatusPageView {
       {
         accountId: `MA_${HOSTILE}`,
         coverage,
+        billedByDay: new Map([
+          ['2025-03-06', '1234567.50000'],
+          ['2025-05-30', '20.12345'],
+        ]),
         unreadNearHorizon: ['2025-03-05'],
         streams: [
           {
@@ -66,7 +74,7 @@ function view(overrides: Partial<StatusPageView> = {}): StatusPageView {
                 recordsRejected: 0,
                 requests: 4,
                 loadWaitMs: 0,
-                error: `503 from the service: <img src=x onerror="alert(1)"> ${HOSTILE}`,
+                error: `GET /v1/Account/MA_X/TrunkCall/?end_time__gte=2025-06-01T00%3A00%3A00Z&limit=20 failed after 3 attempts: 503 the service had an internal problem: <img src=x onerror="alert(1)"> ${HOSTILE} [api_id 7d1c2e4a]`,
               },
               {
                 id: 1,
@@ -74,7 +82,7 @@ function view(overrides: Partial<StatusPageView> = {}): StatusPageView {
                 status: 'succeeded',
                 startedAt: '2025-06-01T11:30:00Z',
                 finishedAt: '2025-06-01T11:31:00Z',
-                recordsFetched: 120,
+                recordsFetched: 1_120,
                 recordsChanged: 7,
                 recordsRejected: 3,
                 requests: 9,
@@ -101,7 +109,7 @@ function view(overrides: Partial<StatusPageView> = {}): StatusPageView {
 
 /** The strip's cells: day → classes. */
 function cells(html: string): Map<string, string[]> {
-  const found = [...html.matchAll(/<span class="([^"]+)" data-day="([^"]+)"/g)];
+  const found = [...html.matchAll(/<span class="(day [^"]+)" data-day="([^"]+)"/g)];
   return new Map(found.map((match) => [match[2]!, match[1]!.split(' ')]));
 }
 
@@ -121,14 +129,17 @@ describe('renderStatusPage', () => {
     const html = renderStatusPage(view());
     const trunk = /<tr data-stream="trunk_calls">(.*?)<\/tr>/s.exec(html)?.[1] ?? '';
     expect(trunk).toContain('<code>*/15 * * * *</code>');
-    expect(trunk).toContain('2025-06-01T11:45:00.123456Z');
+    // Every time to the second, the exact text kept in the attribute.
+    expect(trunk).toContain(
+      '<time datetime="2025-06-01T11:45:00.123456Z">2025-06-01 11:45:00</time>',
+    );
     expect(trunk).toContain('<td>15 min</td>');
-    expect(trunk).toMatch(/status failed">failed<\/span> <time[^>]*>2025-06-01T11:51:00Z/);
+    expect(trunk).toMatch(/status failed">failed<\/span> <time[^>]*>2025-06-01 11:51:00</);
     // A run held back by the database says for how long (a second and a tenth of it or more).
     expect(trunk).toContain(
-      '120 fetched, 7 changed, 3 rejected, 9 requests, 12.5s of 60.0s waiting for the database',
+      '1,120 fetched · 7 changed · 3 rejected · 9 requests · 12.5s of 60.0s waiting for the database',
     );
-    expect(trunk).toContain('0 fetched, 0 changed, 0 rejected, 4 requests</span>');
+    expect(trunk).toContain('0 fetched · 0 changed · 4 requests</span>');
     expect(trunk.match(/waiting for the database/g)).toHaveLength(1);
     expect(trunk).toContain('<span class="bad">3</span>');
     const endpoints = /<tr data-stream="endpoints">(.*?)<\/tr>/s.exec(html)?.[1] ?? '';
@@ -139,7 +150,7 @@ describe('renderStatusPage', () => {
   it('draws one cell per day of the strip, classed by the ledger', () => {
     const strip = cells(renderStatusPage(view()));
     expect(strip.size).toBe(90);
-    expect(strip.get('2025-03-03')).toEqual(['day', 'unread']);
+    expect(strip.get('2025-03-03')).toEqual(['day', 'complete']);
     expect(strip.get('2025-03-05')).toEqual(['day', 'incomplete', 'failed', 'alarm']);
     expect(strip.get('2025-03-06')).toEqual(['day', 'complete']);
     expect(strip.get('2025-04-15')).toEqual(['day', 'unread']);
@@ -147,15 +158,99 @@ describe('renderStatusPage', () => {
     expect(strip.get('2025-05-31')).toEqual(['day', 'incomplete']);
   });
 
-  it("puts the service's count beside the rows stored, per day", () => {
+  it("lists per day, newest first, the service's count beside the rows stored and the billed amount", () => {
     const html = renderStatusPage(view());
-    expect(html).toContain(
-      '<tr data-day="2025-05-30" class="differs"><td>2025-05-30</td><td>complete</td><td>20</td><td>18</td></tr>',
+    const rows = [...html.matchAll(/<tr data-day="([^"]+)"(?: class="([^"]+)")?>(.*?)<\/tr>/g)].map(
+      ([, day, classes, cells]) => ({
+        day,
+        classes,
+        cells: [...(cells ?? '').matchAll(/<td[^>]*>(.*?)<\/td>/g)].map(([, text]) =>
+          (text ?? '').replace(/<[^>]+>/g, ''),
+        ),
+      }),
     );
-    expect(html).toContain(
-      '<tr data-day="2025-03-06"><td>2025-03-06</td><td>complete</td><td>12</td><td>12</td></tr>',
+    expect(rows).toHaveLength(90);
+    expect(rows[0]?.day).toBe('2025-05-31');
+    expect(rows.at(-1)?.day).toBe('2025-03-03');
+    const row = (day: string) => rows.find((found) => found.day === day);
+    expect(row('2025-05-30')).toEqual({
+      day: '2025-05-30',
+      classes: 'differs',
+      cells: ['2025-05-30', 'complete', '20', '18', '−2', '20.12345'],
+    });
+    expect(row('2025-03-06')?.cells).toEqual([
+      '2025-03-06',
+      'complete',
+      '12,000',
+      '12,000',
+      'agrees',
+      '1,234,567.50000',
+    ]);
+    // The day the cut-off moved into: counted from 11:10 only, two more rows stored from before.
+    expect(row('2025-03-03')).toEqual({
+      day: '2025-03-03',
+      classes: undefined,
+      cells: ['2025-03-03', 'complete', '40', '42', 'agrees (part of the day counted)', '0'],
+    });
+    expect(html).toContain('1 day differs: 2025-05-30</span> · 12,060 counted, 12,060 stored');
+  });
+
+  it('draws the chart of the 90 days with its date axis, the differing day and the alarm marked', () => {
+    const html = renderStatusPage(view());
+    const columns = [...html.matchAll(/<g class="(chart-day[^"]*)" data-day="([^"]+)">/g)];
+    expect(columns).toHaveLength(90);
+    expect(columns[0]?.[2]).toBe('2025-03-03');
+    expect(columns.at(-1)?.[2]).toBe('2025-05-31');
+    const marked = columns.filter(([, classes]) => classes !== 'chart-day');
+    expect(marked.map(([, classes, day]) => [day, classes])).toEqual([
+      ['2025-03-05', 'chart-day alarm'],
+      ['2025-05-30', 'chart-day differs'],
+    ]);
+    // The newest day carries a date label, on the chart's axis and under the strip.
+    expect(html).toContain('<g class="tick" data-day="2025-05-31">');
+    expect(html).toMatch(/<span class="label" data-day="2025-05-31" [^>]*>May 31<\/span>/);
+  });
+
+  it('says an error by its cause, the whole text (request, api_id) behind a click', () => {
+    const html = renderStatusPage(view());
+    const cause = /<details class="error-details"><summary>(.*?)<\/summary><pre>(.*?)<\/pre>/s.exec(
+      html,
     );
-    expect(html).toContain('1 counted day(s) differ; 32 counted, 30 stored');
+    expect(cause?.[1]).toBe(
+      '<span class="error">503 the service had an internal problem: &lt;img src=x onerror=&quot;alert(1)&quot;&gt; &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;</span>',
+    );
+    expect(cause?.[2]).toMatch(
+      /^GET \/v1\/Account\/MA_X\/TrunkCall\/\?end_time__gte=.*\[api_id 7d1c2e4a\]$/,
+    );
+  });
+
+  it('folds repeated skips into one line, and a reason shared by streams into one notice', () => {
+    const [account] = view().accounts;
+    const skipped = (id: number, minute: number) => ({
+      id,
+      command: 'schedule',
+      status: 'skipped' as const,
+      startedAt: `2025-06-01T11:${minute}:00Z`,
+      finishedAt: `2025-06-01T11:${minute}:00Z`,
+      recordsFetched: 0,
+      recordsChanged: 0,
+      recordsRejected: 0,
+      requests: 0,
+      loadWaitMs: 0,
+      error:
+        'skipped: the service refused the credentials of account MA_X (401) in trunk_calls; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
+    });
+    const streams = account!.streams.map((stream) => ({
+      ...stream,
+      runs: [skipped(30, 50), skipped(29, 40), skipped(28, 30)],
+    }));
+    const html = renderStatusPage(view({ accounts: [{ ...account!, streams }] }));
+    expect(html.match(/refused the credentials/g)).toHaveLength(1);
+    expect(html).toContain('<strong>2 streams skipped</strong> (trunk_calls, endpoints)');
+    const trunk = /<tr data-stream="trunk_calls">(.*?)<\/tr>/s.exec(html)?.[1] ?? '';
+    expect(trunk.match(/<li>/g)).toHaveLength(1);
+    expect(trunk).toContain('skipped ×3</span> <time datetime="2025-06-01T11:50:00Z">');
+    expect(trunk).toContain('since</span> <time datetime="2025-06-01T11:30:00Z">');
   });
 
   it('raises the horizon alarm at the top only when a day is counted', () => {

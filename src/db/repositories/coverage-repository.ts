@@ -69,29 +69,42 @@ export async function findTrackedFrom(
   return new Map(rows.map((row) => [row.account_id, toEpochMicros(row.first_slot)]));
 }
 
+/** What is stored of one UTC day of trunk_calls. */
+export interface StoredDay {
+  readonly rows: number;
+  /** The exact sum of total_amount, decimal text ("0" for a day without amounts). */
+  readonly billedAmount: string;
+}
+
 /**
  * trunk_calls rows stored per account and UTC day of end_time (`YYYY-MM-DD`), for end times in
- * `[from, to)`: the side of the nightly reconciliation that is ours.
+ * `[from, to)`, with the day's billed amount: the side of the nightly reconciliation that is ours.
  */
-export async function findStoredRowsByDay(
+export async function findStoredDays(
   db: Kysely<Tables>,
   accountIds: readonly string[],
   from: EpochMicros,
   to: EpochMicros,
-): Promise<Map<string, Map<string, number>>> {
-  const byAccount = new Map<string, Map<string, number>>(
-    accountIds.map((id) => [id, new Map<string, number>()]),
+): Promise<Map<string, Map<string, StoredDay>>> {
+  const byAccount = new Map<string, Map<string, StoredDay>>(
+    accountIds.map((id) => [id, new Map<string, StoredDay>()]),
   );
   if (accountIds.length === 0) return byAccount;
   const day = sql<string>`to_char(end_time AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
   const rows = await db
     .selectFrom('trunk_calls')
-    .select(['account_id', day.as('day'), sql<number>`count(*)`.as('n')])
+    .select([
+      'account_id',
+      day.as('day'),
+      sql<number>`count(*)`.as('n'),
+      sql<string>`coalesce(sum(total_amount), 0)::text`.as('amount'),
+    ])
     .where('account_id', 'in', accountIds)
     .where('end_time', '>=', formatIsoMicros(from))
     .where('end_time', '<', formatIsoMicros(to))
     .groupBy(['account_id', day])
     .execute();
-  for (const row of rows) byAccount.get(row.account_id)?.set(row.day, Number(row.n));
+  for (const row of rows)
+    byAccount.get(row.account_id)?.set(row.day, { rows: Number(row.n), billedAmount: row.amount });
   return byAccount;
 }

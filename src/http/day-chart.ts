@@ -208,10 +208,10 @@ export function renderDayChart(days: readonly ChartDay[], label: string): string
     )
     .join('');
   return `<svg class="day-chart" role="img" aria-label="${escapeHtml(label)}" width="${chart.width}" height="${chart.height}" viewBox="0 0 ${chart.width} ${chart.height}" xmlns="http://www.w3.org/2000/svg">
-<text class="panel-label" x="${calls.x}" y="${calls.y - 8}">calls per day: service count · rows stored</text>
-<text class="panel-label" x="${amount.x}" y="${amount.y - 8}">billed amount per day</text>
 ${grid(chart.callsScale, 'calls')}${grid(chart.amountScale, 'amount')}
 ${columns}
+<text class="panel-label" x="${calls.x}" y="${calls.y - 8}">calls per day: service count · rows stored</text>
+<text class="panel-label" x="${amount.x}" y="${amount.y - 8}">billed amount per day</text>
 <g class="date-axis"><line class="axis" x1="${calls.x}" x2="${calls.x + calls.width}" y1="${AXIS_Y}" y2="${AXIS_Y}"/>${axis}</g>
 </svg>`;
 }

@@ -267,7 +267,7 @@ function renderDays(account: AccountView, alarmDays: number): string {
             ? 'agrees'
             : `agrees <span class="muted">(part of the day counted)</span>`
         : `<span class="bad">${difference > 0 ? '+' : '−'}${formatCount(Math.abs(difference))}</span>`;
-      return `<tr data-day="${escapeHtml(day.day)}"${day.differs ? ' class="differs"' : ''}><td>${escapeHtml(day.day)}</td><td>${escapeHtml(STATE_LABELS[day.state])}${day.failed ? ', failed' : ''}</td><td class="num">${day.serviceCount === null ? '—' : formatCount(day.serviceCount)}</td><td class="num">${formatCount(day.storedRows)}</td><td>${check}</td><td class="num">${escapeHtml(formatAmount(billed(day)))}</td></tr>`;
+      return `<tr data-day="${escapeHtml(day.day)}"${day.differs ? ' class="differs"' : ''}><td>${escapeHtml(day.day)}</td><td>${day.failed ? 'failed' : escapeHtml(STATE_LABELS[day.state])}</td><td class="num">${day.serviceCount === null ? '—' : formatCount(day.serviceCount)}</td><td class="num">${formatCount(day.storedRows)}</td><td>${check}</td><td class="num">${escapeHtml(formatAmount(billed(day)))}</td></tr>`;
     })
     .join('\n');
   const counted = account.coverage.filter((day) => day.serviceCount !== null);
@@ -323,7 +323,7 @@ th{font-weight:600;background:#f5f6f8}td.num{text-align:right;font-variant-numer
 .verdict{margin:.2rem 0}
 .chart{overflow-x:auto}
 .day-chart{display:block;font:11px system-ui,sans-serif}
-.day-chart .panel-label{fill:#5b6475;font-size:11px}.day-chart .scale{fill:#5b6475;font-variant-numeric:tabular-nums}
+.day-chart .panel-label{fill:#5b6475;font-size:11px;stroke:#fff;stroke-width:3px;paint-order:stroke}.day-chart .scale{fill:#5b6475;font-variant-numeric:tabular-nums}
 .day-chart .grid{stroke:#e3e6ec}.day-chart .axis{stroke:#8c95a6}.day-chart .tick line{stroke:#8c95a6}.day-chart .tick text{fill:#3d4554}
 .chart-day .column{fill:transparent}.chart-day:hover .column{fill:#eef2f8}
 .chart-day.alarm .column{fill:#ffe4b3}

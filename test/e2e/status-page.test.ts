@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { scheduleVariable } from '../../src/config/load-config.js';
@@ -19,12 +20,17 @@ import { clearOfUtcMidnight, utcDaysTouched } from '../support/utc-days.js';
 /**
  * The status page in a real headless browser (Debian's chromium, driven by playwright-core):
  * `telesync schedule` after a 90-day backfill serves `/`; the page renders, shows a gap made in
- * the ledger after a reload, and loads nothing but its own document.
+ * the ledger and a day that differs after a reload, draws them in its chart on a date axis, wraps
+ * no text of a table at 1,400 px, and loads nothing but its own document.
  */
 
 const CHROMIUM = '/usr/bin/chromium';
 const ACCOUNT = { authId: 'MA_E2E_PAGE', authToken: 'tok_e2e_page_secret' };
 const DAY_MS = 86_400_000;
+/** The width an operator's window has; no text of a table cell may wrap at it. */
+const VIEWPORT = { width: 1_400, height: 900 };
+/** Where the test leaves its screenshot of the page, for a person to look at. */
+const SCREENSHOT = join(tmpdir(), 'telesync-status-page.png');
 
 /** Every stream off but trunk_calls, on a cron that does not fire during the test. */
 const SCHEDULE = {
@@ -106,7 +112,7 @@ async function stripCells(page: Page): Promise<Map<string, string[]>> {
 
 describe('the status page of telesync schedule, in a headless browser', () => {
   it.skipIf(browserMissing && process.env.CI === undefined)(
-    'renders the account, its streams and 90 days, shows a gap after a reload, and loads nothing external',
+    'renders the account, its streams, 90 days charted on a date axis with a differing day marked and none at the cut-off, wraps no table cell at 1,400 px, and loads nothing external',
     async () => {
       expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(
         true,
@@ -129,6 +135,7 @@ describe('the status page of telesync schedule, in a headless browser', () => {
       context = await chromium.launchPersistentContext(userDataDir, {
         executablePath: CHROMIUM,
         headless: true,
+        viewport: VIEWPORT,
         args: [
           '--no-sandbox',
           '--disable-gpu',
@@ -181,11 +188,35 @@ describe('the status page of telesync schedule, in a headless browser', () => {
       );
       expect(await page.locator('[role="alert"]').count()).toBe(0);
 
-      // A gap near the horizon (a window failed), and rows lost from a day in the middle.
+      // A gap near the horizon (a window failed), rows lost from a day in the middle, and two rows
+      // of the oldest day stored from before the 90-day cut-off its count starts at (as a read
+      // made when the cut-off was older leaves them): counted 120, stored 122, yet no difference.
       const nearHorizon = utcDay(88);
       const middle = utcDay(45);
+      const edgeDay = [...before.keys()][0]!;
       const apply = () =>
         cli.database.inspect(async ({ db }) => {
+          const edge = await db
+            .selectFrom('sync_windows')
+            .select(sql<string>`lower(time_range)`.as('cut_off'))
+            .where('account_id', '=', ACCOUNT.authId)
+            .where('stream', '=', 'trunk_calls')
+            .where('slot_start', '=', `${edgeDay}T00:00:00Z`)
+            .executeTakeFirstOrThrow();
+          const dayStartMs = Date.parse(`${edgeDay}T00:00:00Z`);
+          const cutOffMs = Date.parse(edge.cut_off);
+          expect(cutOffMs).toBeGreaterThan(dayStartMs);
+          await db
+            .insertInto('trunk_calls')
+            .values(
+              [1, 2].map((part) => ({
+                account_id: ACCOUNT.authId,
+                call_uuid: `before-the-cut-off-${part}`,
+                end_time: new Date(dayStartMs + ((cutOffMs - dayStartMs) * part) / 3).toISOString(),
+                raw: '{}',
+              })),
+            )
+            .execute();
           const updated = await db
             .updateTable('sync_windows')
             .set({ status: 'failed', last_error: 'made by the test' })
@@ -222,10 +253,86 @@ describe('the status page of telesync schedule, in a headless browser', () => {
       );
       expect(changed.map(([day]) => day).sort()).toEqual([nearHorizon, middle].sort());
       expect(await page.locator('[role="alert"]').textContent()).toContain(nearHorizon);
-      const middleRow = await page
-        .locator(`table.days tr[data-day="${middle}"] td`)
-        .allTextContents();
-      expect(Number(middleRow[3])).toBeLessThan(Number(middleRow[2]));
+      const dayRow = (day: string) =>
+        page.locator(`table.days tr[data-day="${day}"] td`).allTextContents();
+      const count = (text: string | undefined) => Number((text ?? '').replaceAll(',', ''));
+      const middleRow = await dayRow(middle);
+      expect(count(middleRow[3])).toBeLessThan(count(middleRow[2]));
+      expect(middleRow[4]).toBe(`−${count(middleRow[2]) - count(middleRow[3])}`);
+      // The edge day: two more rows stored than counted, and it agrees.
+      const edgeRow = await dayRow(edgeDay);
+      expect(count(edgeRow[3])).toBe(count(edgeRow[2]) + 2);
+      expect(edgeRow[4]).toBe('agrees (part of the day counted)');
+      // The per-day table lists the newest day first.
+      const tableDays = await page
+        .locator('table.days tr[data-day]')
+        .evaluateAll((rows: ElementAttributes[]) =>
+          rows.map((row) => row.getAttribute('data-day')),
+        );
+      expect(tableDays).toEqual([...after.keys()].reverse());
+
+      // The chart: 90 days, oldest at the left; the differing day and the alarm marked on it, the
+      // differing day's stored bar lower than the service's; a date axis ending on the newest day.
+      const chart = page.locator('svg.day-chart');
+      expect(await chart.count()).toBe(1);
+      const columns = await chart
+        .locator('g.chart-day')
+        .evaluateAll((nodes: ElementAttributes[]) =>
+          nodes.map((node) => [node.getAttribute('data-day'), node.getAttribute('class')] as const),
+        );
+      expect(columns.map(([day]) => day)).toEqual([...after.keys()]);
+      expect(columns.filter(([, classes]) => classes !== 'chart-day')).toEqual([
+        [nearHorizon, 'chart-day alarm'],
+        [middle, 'chart-day differs'],
+      ]);
+      const bar = (kind: string) =>
+        chart.locator(`g.chart-day[data-day="${middle}"] rect.${kind}`).getAttribute('height');
+      expect(Number(await bar('stored'))).toBeLessThan(Number(await bar('counted')));
+      expect(await chart.locator('g.chart-day.differs path.differs-mark').count()).toBe(1);
+      const ticks = await chart.locator('g.date-axis g.tick text').allTextContents();
+      expect(ticks.length).toBeGreaterThanOrEqual(12);
+      const newest = [...after.keys()].at(-1)!;
+      const monthDay = new Date(`${newest}T00:00:00Z`).toLocaleDateString('en-US', {
+        month: 'short',
+        day: 'numeric',
+        timeZone: 'UTC',
+      });
+      expect(ticks.at(-1)).toBe(monthDay);
+      expect(await page.locator('.strip-axis .label').last().textContent()).toBe(monthDay);
+      const box = await chart.boundingBox();
+      expect(box?.width).toBeGreaterThan(1_000);
+      expect(box!.x + box!.width).toBeLessThanOrEqual(VIEWPORT.width);
+
+      // No text of a table cell wraps at 1,400 px, the per-day table open: every text node shown
+      // in a cell lies on one line (a wrapped one has a box per line), and nothing runs off the
+      // side.
+      await page.locator('details.per-day > summary').click();
+      const wrapped = await page.evaluate<string[]>(`(() => {
+        const found = [];
+        for (const cell of document.querySelectorAll('td')) {
+          const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+          for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+            if (node.textContent.trim() === '') continue;
+            // The text behind a closed <details> is laid out but not shown (it wraps once opened).
+            const closed = node.parentElement.closest('details:not([open])');
+            if (closed !== null && node.parentElement.closest('summary') === null) continue;
+            const range = document.createRange();
+            range.selectNodeContents(node);
+            const lines = [...range.getClientRects()].filter((rect) => rect.width > 0).length;
+            if (lines > 1) found.push(node.textContent);
+          }
+        }
+        return found;
+      })()`);
+      expect(wrapped).toEqual([]);
+      const cellsChecked = await page.locator('td').count();
+      expect(cellsChecked).toBeGreaterThan(90 * 6);
+      const overflow = await page.evaluate<number>(
+        'document.documentElement.scrollWidth - window.innerWidth',
+      );
+      expect(overflow).toBeLessThanOrEqual(0);
+      const shot = await page.screenshot({ path: SCREENSHOT, fullPage: true });
+      expect(shot.subarray(1, 4).toString()).toBe('PNG');
 
       // The same alarm on /healthz and /metrics.
       const health = await fetch(`${origin}/healthz`);

@@ -180,6 +180,15 @@ function renderStream(stream: StreamView, sharedReason: string | undefined): str
   return `<tr data-stream="${escapeHtml(stream.stream)}"><td>${escapeHtml(stream.stream)}</td><td><code>${escapeHtml(stream.schedule)}</code></td><td>${stream.watermark === null ? '<span class="muted">—</span>' : time(stream.watermark)}</td><td>${lag}</td><td>${runs}</td><td>${rejects}</td></tr>`;
 }
 
+/** Days named in a sentence: the newest few, and how many more. */
+const NAMED_DAYS = 8;
+
+function namedDays(days: readonly string[]): string {
+  const named = days.slice(-NAMED_DAYS).reverse().map(escapeHtml).join(', ');
+  const more = days.length - NAMED_DAYS;
+  return more > 0 ? `${named} and ${formatCount(more)} more` : named;
+}
+
 function plural(count: number, one: string, many: string): string {
   return `${formatCount(count)} ${count === 1 ? one : many}`;
 }
@@ -277,7 +286,7 @@ function renderDays(account: AccountView, alarmDays: number): string {
   const verdict =
     differing.length === 0
       ? `all ${plural(counted.length, 'counted day agrees', 'counted days agree')}`
-      : `<span class="bad">${plural(differing.length, 'day differs', 'days differ')}: ${differing.map((day) => escapeHtml(day.day)).join(', ')}</span>`;
+      : `<span class="bad">${plural(differing.length, 'day differs', 'days differ')}: ${namedDays(differing.map((day) => day.day))}</span>`;
   const legend = (Object.keys(STATE_LABELS) as CoverageState[])
     .map(
       (state) =>

@@ -195,6 +195,15 @@ describe('renderStatusPage', () => {
     expect(html).toContain('1 day differs: 2025-05-30</span> · 12,060 counted, 12,060 stored');
   });
 
+  it('names the newest eight differing days, and how many more', () => {
+    const [account] = view().accounts;
+    const coverage = account!.coverage.map((day) => ({ ...day, differs: true }));
+    const html = renderStatusPage(view({ accounts: [{ ...account!, coverage }] }));
+    expect(html).toContain(
+      '90 days differ: 2025-05-31, 2025-05-30, 2025-05-29, 2025-05-28, 2025-05-27, 2025-05-26, 2025-05-25, 2025-05-24 and 82 more</span>',
+    );
+  });
+
   it('draws the chart of the 90 days with its date axis, the differing day and the alarm marked', () => {
     const html = renderStatusPage(view());
     const columns = [...html.matchAll(/<g class="(chart-day[^"]*)" data-day="([^"]+)">/g)];

@@ -38,6 +38,11 @@ export interface ApiErrorDetails {
   retryAfterSeconds?: number;
   /** Attempts made, counting the first. */
   attempts?: number;
+  /**
+   * False when the request never reached the network (connection refused, a connect timeout), so
+   * the service cannot have acted on it; absent means it may have.
+   */
+  sent?: boolean;
 }
 
 export class ApiError extends Error {
@@ -51,6 +56,7 @@ export class ApiError extends Error {
   readonly retryable: boolean;
   readonly retryAfterSeconds: number | undefined;
   readonly attempts: number | undefined;
+  readonly sent: boolean;
 
   constructor(details: ApiErrorDetails, options?: { cause?: unknown }) {
     super(describeApiFailure(details), options);
@@ -63,6 +69,7 @@ export class ApiError extends Error {
     this.retryable = details.retryable;
     this.retryAfterSeconds = details.retryAfterSeconds;
     this.attempts = details.attempts;
+    this.sent = details.sent ?? true;
   }
 
   details(): ApiErrorDetails {
@@ -78,6 +85,7 @@ export class ApiError extends Error {
         ? { retryAfterSeconds: this.retryAfterSeconds }
         : {}),
       ...(this.attempts !== undefined ? { attempts: this.attempts } : {}),
+      ...(this.sent ? {} : { sent: false }),
     };
   }
 }
@@ -97,6 +105,17 @@ export function apiErrorWithAttempts(error: ApiError, attempts: number): ApiErro
  */
 export function isCredentialsRefused(error: unknown): boolean {
   return errorChain(error).some((e) => e instanceof ApiError && e.status === 401);
+}
+
+/**
+ * Whether the service may have acted on the request that failed: not when it was never sent, nor
+ * when the service answered 4xx or a redirect (it refused or sent the request elsewhere). A 5xx, a
+ * timeout, a reset, or an answer that could not be read leave it unknown.
+ */
+export function mayHaveActed(error: ApiError): boolean {
+  if (!error.sent) return false;
+  if (error.kind === 'http') return (error.status ?? 0) >= 500;
+  return true;
 }
 
 /** What the status means for the person reading the error, and what to do about it. */

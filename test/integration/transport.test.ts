@@ -303,6 +303,59 @@ describe('HttpTransport', () => {
   });
 });
 
+const startPath = `/v1/Account/${AUTH_ID}/Call/4f045f7a-b04a-4364-8523-74e6072f4f72/Stream/`;
+const post = (transport: HttpTransport, meter?: RequestMeter) =>
+  transport.request(
+    { method: 'POST', path: startPath, body: { service_url: 'wss://media.example.com/a' } },
+    (body) => JSON.parse(Buffer.from(body).toString('utf8')) as unknown,
+    meter ? { meter } : {},
+  );
+const started: Reply = (_req, res) => {
+  res.writeHead(201, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ api_id: 'p', message: 'audio streaming started', stream_id: 's' }));
+};
+
+describe('a request that changes the service (POST)', () => {
+  it.each([
+    ['a 502', status(502, { error: 'bad gateway' })],
+    ['a 503', status(503, { error: 'busy' })],
+    ['a reset after sending', reset],
+    ['a truncated answer', truncated],
+  ])('is sent once when %s leaves unknown whether the service acted', async (_what, reply) => {
+    const { url, arrivals } = await scriptedServer([reply, started]);
+    const error = await post(transportFor(url)).catch((caught: unknown) => caught);
+    expect(arrivals).toHaveLength(1);
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ retryable: false, sent: true });
+  });
+
+  it('is sent once when it times out', async () => {
+    const { url, arrivals } = await scriptedServer([stall, started]);
+    const error = await post(transportFor(url, { timeoutMs: 150 })).catch(
+      (caught: unknown) => caught,
+    );
+    expect(arrivals).toHaveLength(1);
+    expect(error).toMatchObject({ kind: 'timeout', retryable: false, sent: true });
+  });
+
+  it('is retried after a 429: the service did not act on it', async () => {
+    const { url, arrivals } = await scriptedServer([status(429, { error: 'slow down' }), started]);
+    expect(await post(transportFor(url))).toMatchObject({ stream_id: 's' });
+    expect(arrivals).toHaveLength(2);
+  });
+
+  it('is retried when the connection is refused: it never left telesync', async () => {
+    const { url, server } = await scriptedServer([started]);
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const meter = new RequestMeter();
+    const error = await post(transportFor(url, { maxRetries: 2 }), meter).catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toMatchObject({ kind: 'network', sent: false, attempts: 3 });
+    expect(meter.snapshot()).toMatchObject({ requests: 3, retries: 2 });
+  });
+});
+
 describe('hostile answers', () => {
   it('caps a Retry-After of an hour, says so once in the retry event, and never busy-loops', async () => {
     const { url, arrivals } = await scriptedServer([

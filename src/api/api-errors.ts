@@ -5,6 +5,7 @@
  */
 
 import { errorChain } from '../util/coerce-error.js';
+import type { Redactor } from '../util/redact.js';
 
 /** What went wrong, by where it went wrong. */
 export type ApiFailureKind =
@@ -183,10 +184,15 @@ function withoutRepeatedLead(serviceMessage: string, what: string): string {
 
 /**
  * Reads the service's error text and api_id from an error body (assumption A2: JSON with `error`
- * and `api_id`; anything else is kept as plain text, shortened).
+ * and `api_id`; anything else is kept as plain text, shortened), with `redact` applied before the
+ * body is decoded and again after: a body may spell a secret with JSON `\u` escapes, which only
+ * decoding turns back into the secret (a body that is not JSON has its `\u` escapes decoded too).
  */
-export function readErrorBody(body: string): { apiId?: string; serviceMessage?: string } {
-  const text = body.trim();
+export function readErrorBody(
+  body: string,
+  redact: Redactor = (text) => text,
+): { apiId?: string; serviceMessage?: string } {
+  const text = redact(body).trim();
   if (text === '') return {};
   try {
     const parsed = JSON.parse(text) as unknown;
@@ -200,14 +206,23 @@ export function readErrorBody(body: string): { apiId?: string; serviceMessage?: 
             ? JSON.stringify(detail)
             : undefined;
       return {
-        ...(typeof apiId === 'string' ? { apiId } : {}),
-        ...(serviceMessage !== undefined ? { serviceMessage: shorten(serviceMessage) } : {}),
+        ...(typeof apiId === 'string' ? { apiId: redact(apiId) } : {}),
+        ...(serviceMessage !== undefined
+          ? { serviceMessage: shorten(redact(serviceMessage)) }
+          : {}),
       };
     }
   } catch {
     // Not JSON: an HTML error page from a proxy, say. Kept as text below.
   }
-  return { serviceMessage: shorten(text.replace(/\s+/g, ' ')) };
+  return { serviceMessage: shorten(redact(decodeUnicodeEscapes(text)).replace(/\s+/g, ' ')) };
+}
+
+/** `\uXXXX` escapes decoded, as JSON would decode them; the rest as it is. */
+function decodeUnicodeEscapes(text: string): string {
+  return text.replace(/\\u([0-9a-fA-F]{4})/g, (_, hex: string) =>
+    String.fromCharCode(Number.parseInt(hex, 16)),
+  );
 }
 
 function shorten(text: string): string {

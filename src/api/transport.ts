@@ -169,7 +169,7 @@ export class HttpTransport {
       accept: 'application/json',
     };
     this.#headersWithJsonBody = { ...this.#headers, 'content-type': 'application/json' };
-    this.#redact = createRedactor([options.authToken, credentials]);
+    this.#redact = createRedactor([options.authToken, credentials, `Basic ${credentials}`]);
   }
 
   /**
@@ -353,7 +353,8 @@ export class HttpTransport {
     if (status >= 400) {
       // A proxy or a service that echoes the request must not carry the credentials into an error.
       const { apiId, serviceMessage } = readErrorBody(
-        this.#redact(Buffer.from(body).toString('utf8')),
+        Buffer.from(body).toString('utf8'),
+        this.#redact,
       );
       const retryAfterSeconds = parseRetryAfter(retryAfterHeader, Date.now());
       // Paused here, before the error leaves the limiter's slot, so no request queued behind this

@@ -278,6 +278,21 @@ describe('HttpTransport', () => {
     }
   });
 
+  it('keeps the credentials out of an error whose body spells the Authorization header in \\u escapes', async () => {
+    const { url } = await scriptedServer([
+      (req, res) => {
+        const escaped = [...(req.headers.authorization ?? '')]
+          .map((char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)
+          .join('');
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(`{"api_id":"a","error":"you sent ${escaped}"}`);
+      },
+    ]);
+    const error = await get(transportFor(url)).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ status: 401, serviceMessage: 'you sent [redacted]' });
+    expect(allText(error)).not.toContain(Buffer.from(`${AUTH_ID}:${TOKEN}`).toString('base64'));
+  });
+
   it('keeps the token out of an error even when the token is passed as an identifier', async () => {
     const { url } = await scriptedServer([status(404, { error: 'not found' })]);
     const error = await transportFor(url)

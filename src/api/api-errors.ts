@@ -5,6 +5,7 @@
  */
 
 import { errorChain } from '../util/coerce-error.js';
+import type { Redactor } from '../util/redact.js';
 
 /** What went wrong, by where it went wrong. */
 export type ApiFailureKind =
@@ -38,6 +39,11 @@ export interface ApiErrorDetails {
   retryAfterSeconds?: number;
   /** Attempts made, counting the first. */
   attempts?: number;
+  /**
+   * False when the request never reached the network (connection refused, a connect timeout), so
+   * the service cannot have acted on it; absent means it may have.
+   */
+  sent?: boolean;
 }
 
 export class ApiError extends Error {
@@ -51,6 +57,7 @@ export class ApiError extends Error {
   readonly retryable: boolean;
   readonly retryAfterSeconds: number | undefined;
   readonly attempts: number | undefined;
+  readonly sent: boolean;
 
   constructor(details: ApiErrorDetails, options?: { cause?: unknown }) {
     super(describeApiFailure(details), options);
@@ -63,6 +70,7 @@ export class ApiError extends Error {
     this.retryable = details.retryable;
     this.retryAfterSeconds = details.retryAfterSeconds;
     this.attempts = details.attempts;
+    this.sent = details.sent ?? true;
   }
 
   details(): ApiErrorDetails {
@@ -78,6 +86,7 @@ export class ApiError extends Error {
         ? { retryAfterSeconds: this.retryAfterSeconds }
         : {}),
       ...(this.attempts !== undefined ? { attempts: this.attempts } : {}),
+      ...(this.sent ? {} : { sent: false }),
     };
   }
 }
@@ -97,6 +106,17 @@ export function apiErrorWithAttempts(error: ApiError, attempts: number): ApiErro
  */
 export function isCredentialsRefused(error: unknown): boolean {
   return errorChain(error).some((e) => e instanceof ApiError && e.status === 401);
+}
+
+/**
+ * Whether the service may have acted on the request that failed: not when it was never sent, nor
+ * when the service answered 4xx or a redirect (it refused or sent the request elsewhere). A 5xx, a
+ * timeout, a reset, or an answer that could not be read leave it unknown.
+ */
+export function mayHaveActed(error: ApiError): boolean {
+  if (!error.sent) return false;
+  if (error.kind === 'http') return (error.status ?? 0) >= 500;
+  return true;
 }
 
 /** What the status means for the person reading the error, and what to do about it. */
@@ -164,10 +184,15 @@ function withoutRepeatedLead(serviceMessage: string, what: string): string {
 
 /**
  * Reads the service's error text and api_id from an error body (assumption A2: JSON with `error`
- * and `api_id`; anything else is kept as plain text, shortened).
+ * and `api_id`; anything else is kept as plain text, shortened), with `redact` applied before the
+ * body is decoded and again after: a body may spell a secret with JSON `\u` escapes, which only
+ * decoding turns back into the secret (a body that is not JSON has its `\u` escapes decoded too).
  */
-export function readErrorBody(body: string): { apiId?: string; serviceMessage?: string } {
-  const text = body.trim();
+export function readErrorBody(
+  body: string,
+  redact: Redactor = (text) => text,
+): { apiId?: string; serviceMessage?: string } {
+  const text = redact(body).trim();
   if (text === '') return {};
   try {
     const parsed = JSON.parse(text) as unknown;
@@ -181,14 +206,23 @@ export function readErrorBody(body: string): { apiId?: string; serviceMessage?: 
             ? JSON.stringify(detail)
             : undefined;
       return {
-        ...(typeof apiId === 'string' ? { apiId } : {}),
-        ...(serviceMessage !== undefined ? { serviceMessage: shorten(serviceMessage) } : {}),
+        ...(typeof apiId === 'string' ? { apiId: redact(apiId) } : {}),
+        ...(serviceMessage !== undefined
+          ? { serviceMessage: shorten(redact(serviceMessage)) }
+          : {}),
       };
     }
   } catch {
     // Not JSON: an HTML error page from a proxy, say. Kept as text below.
   }
-  return { serviceMessage: shorten(text.replace(/\s+/g, ' ')) };
+  return { serviceMessage: shorten(redact(decodeUnicodeEscapes(text)).replace(/\s+/g, ' ')) };
+}
+
+/** `\uXXXX` escapes decoded, as JSON would decode them; the rest as it is. */
+function decodeUnicodeEscapes(text: string): string {
+  return text.replace(/\\u([0-9a-fA-F]{4})/g, (_, hex: string) =>
+    String.fromCharCode(Number.parseInt(hex, 16)),
+  );
 }
 
 function shorten(text: string): string {

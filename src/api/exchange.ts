@@ -38,6 +38,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   /** Why the transport ended the exchange, if it did. */
   #ended: ExchangeEnded | undefined;
   #controller: Dispatcher.DispatchController | undefined;
+  #written = false;
   readonly #timer: NodeJS.Timeout;
   #status = 0;
   #retryAfterHeader: string | undefined;
@@ -67,6 +68,15 @@ export class Exchange implements Dispatcher.DispatchHandler {
     return this.#settled;
   }
 
+  /**
+   * Whether the request may have reached the service: undici starts it (onRequestStart) on a
+   * connected socket just before writing it. False means it never left telesync (the connection
+   * was refused or timed out, the caller aborted first), so the service cannot have acted on it.
+   */
+  get written(): boolean {
+    return this.#written;
+  }
+
   /** Sending threw before the dispatcher took the request. */
   failToSend(error: unknown): void {
     if (this.#settled) return;
@@ -76,6 +86,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
+    if (this.#ended === undefined) this.#written = true;
     // Ended while it waited for a connection: it goes no further.
     if (this.#ended !== undefined) controller.abort(this.#ended);
   }

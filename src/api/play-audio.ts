@@ -9,9 +9,11 @@
  *
  * Rules, from the spec and the service's documentation: `contentType` is audio/x-l16 (16-bit
  * signed linear PCM, little-endian, mono) or audio/x-mulaw (8-bit G.711 µ-law, mono); `sampleRate`
- * is 8000 or 16000, and µ-law only at 8000; `payload` is the raw audio in standard base64 (RFC
+ * is 8000 or 16000, either with either (the spec's table pairs them freely, though a stream's
+ * content_type offers µ-law at 8000 only); `payload` is the raw audio in standard base64 (RFC
  * 4648, padded), not empty, and for L16 a whole number of 2-byte samples. A `streamId` string
- * may accompany the message (the service's examples send it); other keys are ignored.
+ * may accompany the message (the service's examples send it); other keys are ignored. Whether a
+ * message must also be in its stream's format is a separate question: playAudioFormatMismatch.
  */
 
 export const PLAY_AUDIO_EVENT = 'playAudio';
@@ -24,14 +26,6 @@ export type PlayAudioSampleRate = (typeof PLAY_AUDIO_SAMPLE_RATES)[number];
 export const PLAY_AUDIO_BYTES_PER_SAMPLE: Readonly<Record<PlayAudioContentType, number>> = {
   'audio/x-l16': 2,
   'audio/x-mulaw': 1,
-};
-
-/** The sample rates each content type is documented with. */
-export const PLAY_AUDIO_RATES_OF: Readonly<
-  Record<PlayAudioContentType, readonly PlayAudioSampleRate[]>
-> = {
-  'audio/x-l16': [8000, 16000],
-  'audio/x-mulaw': [8000],
 };
 
 export interface PlayAudioMessage {
@@ -95,8 +89,8 @@ export interface PlayAudioInput {
 /**
  * Builds a playAudio message from raw audio.
  *
- * @throws PlayAudioError when the audio or the format breaks a rule (µ-law at 16000, an odd
- *   number of L16 bytes, no audio)
+ * @throws PlayAudioError when the audio or the format breaks a rule (an unknown content type or
+ *   rate, an odd number of L16 bytes, no audio)
  */
 export function buildPlayAudioMessage(input: PlayAudioInput): PlayAudioMessage {
   const message: PlayAudioMessage = {
@@ -176,11 +170,6 @@ export function validatePlayAudioMessage(value: unknown): PlayAudioCheck {
       field: 'media.sampleRate',
       reason: `media.sampleRate must be the number 8000 or 16000, not ${describe(media.sampleRate)}`,
     });
-  else if (contentType !== undefined && !PLAY_AUDIO_RATES_OF[contentType].includes(sampleRate))
-    problems.push({
-      field: 'media.sampleRate',
-      reason: `media.sampleRate ${sampleRate} is not allowed with ${contentType} (only ${PLAY_AUDIO_RATES_OF[contentType].join(', ')})`,
-    });
 
   const audioBytes = payloadBytes(media.payload, contentType, problems);
   if (
@@ -200,6 +189,23 @@ export function validatePlayAudioMessage(value: unknown): PlayAudioCheck {
     audioBytes,
     durationMs: playAudioDurationMs(contentType, sampleRate, audioBytes),
   };
+}
+
+/**
+ * Why a valid playAudio cannot play on a stream whose content_type is `streamContentType`
+ * (`audio/x-l16;rate=8000`…), or undefined when its contentType and sampleRate are the stream's.
+ * The service documents no conversion, so audio in another format than the stream's is refused
+ * (assumption: the simulator's rule, docs/assumptions.md "playAudio"). Pure.
+ */
+export function playAudioFormatMismatch(
+  message: PlayAudioMessage,
+  streamContentType: string,
+): string | undefined {
+  const { contentType, sampleRate } = message.media;
+  const format = `${contentType};rate=${sampleRate}`;
+  return format === streamContentType
+    ? undefined
+    : `playAudio of ${format} on a stream of ${streamContentType}: send audio in the stream's content_type`;
 }
 
 /** Milliseconds of mono audio in `bytes` bytes of `contentType` at `sampleRate`. */

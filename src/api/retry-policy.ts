@@ -66,3 +66,27 @@ export function parseRetryAfter(header: string | undefined, nowMs: number): numb
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, Math.ceil((at - nowMs) / 1000));
 }
+
+/** What decides whether a failed request is tried again. */
+export interface FailureForRetry {
+  readonly kind: 'http' | 'network' | 'timeout' | 'malformed' | 'too_large' | 'aborted';
+  readonly status?: number;
+  /** False when the request never reached the network. */
+  readonly sent: boolean;
+}
+
+/**
+ * Whether a failed request is worth sending again. A read (GET) is retried after a 429, a 5xx, a
+ * reset, a timeout or an unreadable answer. A request that changes the service (POST) is retried
+ * only when the service cannot have acted on it: a 429, or a failure before it was sent; after a
+ * 5xx, a timeout or a reset it may have acted, and a second start would start a second stream.
+ */
+export function isRetryableFailure(method: 'GET' | 'POST', failure: FailureForRetry): boolean {
+  if (failure.kind === 'aborted' || failure.kind === 'too_large') return false;
+  if (failure.kind === 'http') {
+    const status = failure.status ?? 0;
+    if (status === 429) return true;
+    if (status < 500) return false;
+  }
+  return method === 'GET' || !failure.sent;
+}

@@ -1,4 +1,5 @@
-import { ApiError } from './api-errors.js';
+import { ApiError, mayHaveActed } from './api-errors.js';
+import { findStartedStream } from './find-started-stream.js';
 import {
   MalformedBodyError,
   parseListBody,
@@ -19,6 +20,7 @@ import {
 } from './trunk-call-query.js';
 import { RequestStoppedError, type HttpTransport, type RequestOptions } from './transport.js';
 import type { StartStreamResponseWire } from './wire-types.js';
+import { epochMicrosFromMillis } from '../util/micros.js';
 
 /** Stream-start parameters that break the rules of 4.5; nothing was sent. */
 export class StreamRulesError extends Error {
@@ -29,6 +31,50 @@ export class StreamRulesError extends Error {
     );
   }
 }
+
+/** What became of a stream start (startStreamOnce). */
+export type StreamStartOutcome =
+  /** The service answered: the stream started. */
+  | { readonly kind: 'answered'; readonly answer: StartStreamResponseWire }
+  /**
+   * The answer was lost (a 5xx, a timeout, a reset after sending), and the call's stream list
+   * shows the one stream the request began.
+   */
+  | {
+      readonly kind: 'found';
+      readonly streamId: string;
+      readonly record: ReceivedRecord;
+      readonly lostAnswer: ApiError;
+    };
+
+/**
+ * A stream start whose answer was lost, and the call's stream list does not say whether it
+ * started: none, or several, of the streams to its URL began after it was sent, or the list could
+ * not be read. Starting it again may start a second stream.
+ */
+export class StreamStartUnknownError extends Error {
+  override name = 'StreamStartUnknownError';
+  constructor(
+    readonly callUuid: string,
+    readonly lostAnswer: ApiError,
+    readonly candidateIds: readonly string[],
+    readonly listFailure?: Error,
+  ) {
+    const why =
+      listFailure !== undefined
+        ? `listing the call's streams failed too (${listFailure.message})`
+        : candidateIds.length === 0
+          ? "the call's stream list shows no stream to that URL begun after the request (it may not have started, or the list may not show it yet)"
+          : `the call's stream list shows ${candidateIds.length} streams to that URL begun after the request (${candidateIds.join(', ')})`;
+    super(
+      `whether the stream started is unknown: ${lostAnswer.message}; ${why}. Check with \`telesync lookup streams ${callUuid}\` before starting it again`,
+      { cause: listFailure ?? lostAnswer },
+    );
+  }
+}
+
+/** Pages of a call's stream list read to find a stream whose start lost its answer. */
+const STREAM_SEARCH_MAX_PAGES = 50;
 
 /** How a listing is paged (iterateTrunkCalls, and the lists that follow meta.next). */
 export interface PagingOptions extends RequestOptions {
@@ -232,6 +278,53 @@ export class TelephonyClient {
       readStartStreamResponse,
       options,
     );
+  }
+
+  /**
+   * 4.5, sent at most once: starts the stream (the transport never sends a POST twice when the
+   * service may have acted on it). When the answer is lost after sending (a 5xx, a timeout, a
+   * reset), the call's stream list is read for the stream the request began (findStartedStream):
+   * exactly one is `found`; otherwise StreamStartUnknownError. A refusal (4xx) throws its ApiError.
+   */
+  async startStreamOnce(
+    callUuid: string,
+    params: StartStreamParams,
+    options?: RequestOptions,
+  ): Promise<StreamStartOutcome> {
+    const sentAtMicros = epochMicrosFromMillis(Date.now());
+    try {
+      return { kind: 'answered', answer: await this.startStream(callUuid, params, options) };
+    } catch (error) {
+      if (!(error instanceof ApiError) || !mayHaveActed(error)) throw error;
+      const records: ReceivedRecord[] = [];
+      try {
+        const pages = this.iterateCallStreams(callUuid, {
+          ...options,
+          maxPages: STREAM_SEARCH_MAX_PAGES,
+        });
+        for await (const page of pages) records.push(...page.records);
+      } catch (listError) {
+        throw new StreamStartUnknownError(
+          callUuid,
+          error,
+          [],
+          listError instanceof Error ? listError : new Error(String(listError)),
+        );
+      }
+      const { candidates } = findStartedStream(records, {
+        serviceUrl: params.service_url,
+        sentAtMicros,
+      });
+      const [only] = candidates;
+      if (only === undefined || candidates.length > 1) {
+        throw new StreamStartUnknownError(
+          callUuid,
+          error,
+          candidates.map((candidate) => candidate.streamId),
+        );
+      }
+      return { kind: 'found', streamId: only.streamId, record: only.record, lostAnswer: error };
+    }
   }
 
   /** 4.5 (assumption A8): one page of the stream records of a call. */

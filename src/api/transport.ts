@@ -13,6 +13,7 @@ import {
   capRetryAfter,
   computeRetryDelayMs,
   DEFAULT_BACKOFF,
+  isRetryableFailure,
   parseRetryAfter,
   RETRY_AFTER_MAX_SECONDS,
   type BackoffPolicy,
@@ -38,7 +39,10 @@ export interface TransportOptions {
   concurrency: number;
   /** Time allowed for one exchange, headers and body. */
   timeoutMs: number;
-  /** Retries after a retryable failure (429, 5xx, reset, timeout, malformed body). */
+  /**
+   * Retries after a retryable failure (429, 5xx, reset, timeout, malformed body; for a POST only a
+   * 429 or a failure before it was sent: isRetryableFailure).
+   */
   maxRetries: number;
   backoff?: BackoffPolicy;
   /** Source of jitter; Math.random unless a test pins it. */
@@ -165,7 +169,7 @@ export class HttpTransport {
       accept: 'application/json',
     };
     this.#headersWithJsonBody = { ...this.#headers, 'content-type': 'application/json' };
-    this.#redact = createRedactor([options.authToken, credentials]);
+    this.#redact = createRedactor([options.authToken, credentials, `Basic ${credentials}`]);
   }
 
   /**
@@ -290,15 +294,29 @@ export class HttpTransport {
       meter.requests++;
       if (attemptNumber > 1) meter.retries++;
     }
+    let sent = true;
+    // Whether to retry is decided here, from the method and whether the request left telesync.
     const failure = (
-      details: Omit<ConstructorParameters<typeof ApiError>[0], 'method' | 'path'>,
+      details: Omit<ConstructorParameters<typeof ApiError>[0], 'method' | 'path' | 'retryable'>,
       cause?: unknown,
-    ) => new ApiError({ ...details, method: spec.method, path: target.shownPath }, { cause });
+    ) =>
+      new ApiError(
+        {
+          ...details,
+          method: spec.method,
+          path: target.shownPath,
+          retryable: isRetryableFailure(spec.method, { ...details, sent }),
+          ...(sent ? {} : { sent: false }),
+        },
+        { cause },
+      );
 
+    const exchange = this.#send(spec, target.path, callerSignal);
     let answer: ReceivedAnswer;
     try {
-      answer = await this.#send(spec, target.path, callerSignal);
+      answer = await exchange.answer;
     } catch (error) {
+      sent = exchange.written;
       const kind =
         error instanceof ExchangeEnded
           ? error.kind
@@ -306,10 +324,7 @@ export class HttpTransport {
             ? 'aborted'
             : 'network';
       for (const meter of meters) meter.recordOutcome(kind);
-      throw failure(
-        { kind, retryable: kind !== 'aborted' },
-        error instanceof ExchangeEnded ? error.cause : error,
-      );
+      throw failure({ kind }, error instanceof ExchangeEnded ? error.cause : error);
     }
     const { status, retryAfterHeader, location } = answer;
     if (answer.body === undefined) {
@@ -317,7 +332,6 @@ export class HttpTransport {
       throw failure({
         kind: 'too_large',
         status,
-        retryable: false,
         serviceMessage: `the answer is larger than ${this.#maxBodyBytes} bytes; reading stopped there`,
       });
     }
@@ -333,14 +347,14 @@ export class HttpTransport {
       throw failure({
         kind: 'http',
         status,
-        retryable: false,
         serviceMessage: `a redirect to ${describeLocation(location, this.#options.baseUrl)}, not followed (check TELESYNC_BASE_URL)`,
       });
     }
     if (status >= 400) {
       // A proxy or a service that echoes the request must not carry the credentials into an error.
       const { apiId, serviceMessage } = readErrorBody(
-        this.#redact(Buffer.from(body).toString('utf8')),
+        Buffer.from(body).toString('utf8'),
+        this.#redact,
       );
       const retryAfterSeconds = parseRetryAfter(retryAfterHeader, Date.now());
       // Paused here, before the error leaves the limiter's slot, so no request queued behind this
@@ -357,7 +371,6 @@ export class HttpTransport {
       throw failure({
         kind: 'http',
         status,
-        retryable: status === 429 || status >= 500,
         ...(apiId !== undefined ? { apiId } : {}),
         ...(serviceMessage !== undefined ? { serviceMessage } : {}),
         ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
@@ -368,23 +381,16 @@ export class HttpTransport {
     } catch (error) {
       if (error instanceof MalformedBodyError) {
         for (const meter of meters) meter.recordOutcome('malformed');
-        throw failure(
-          { kind: 'malformed', status, retryable: true, serviceMessage: error.message },
-          error,
-        );
+        throw failure({ kind: 'malformed', status, serviceMessage: error.message }, error);
       }
       throw error;
     }
   }
 
   /** One exchange through undici's dispatcher, its handler an Exchange (which see). */
-  #send(
-    spec: RequestSpec,
-    path: string,
-    callerSignal: AbortSignal | undefined,
-  ): Promise<ReceivedAnswer> {
+  #send(spec: RequestSpec, path: string, callerSignal: AbortSignal | undefined): Exchange {
     const exchange = new Exchange(this.#maxBodyBytes, this.#timeoutMs, callerSignal);
-    if (exchange.over) return exchange.answer;
+    if (exchange.over) return exchange;
     try {
       this.#agent.dispatch(
         {
@@ -402,7 +408,7 @@ export class HttpTransport {
     } catch (error) {
       exchange.failToSend(error);
     }
-    return exchange.answer;
+    return exchange;
   }
 
   /** Stops taking requests and closes the connections. */

@@ -28,7 +28,12 @@ export interface LogSink {
 
 /** The secrets of a configuration: never printed, logged or stored. */
 export function configSecrets(config: TelesyncConfig): string[] {
-  const secrets = config.accounts.map((account) => account.authToken);
+  // The token, and the Authorization header's forms of it: a service or a proxy that echoes the
+  // request puts those in a body.
+  const secrets = config.accounts.flatMap((account) => {
+    const credentials = Buffer.from(`${account.authId}:${account.authToken}`).toString('base64');
+    return [account.authToken, credentials, `Basic ${credentials}`];
+  });
   if (config.database.url !== undefined) {
     try {
       const password = decodeURIComponent(new URL(config.database.url).password);

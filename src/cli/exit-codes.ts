@@ -6,6 +6,11 @@ export const EXIT = {
   FAILED: 1,
   /** Bad usage or configuration; the message says what to fix. */
   USAGE: 2,
+  /**
+   * `stream start`: the answer was lost after the request was sent and the call's stream list does
+   * not show whether the stream started; the message says how to check.
+   */
+  OUTCOME_UNKNOWN: 3,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

@@ -37,19 +37,25 @@ async function runMigrate(context: CommandContext, statusOnly: boolean): Promise
       );
       return EXIT.OK;
     }
-    const applied = await migrateToLatest(database);
-    for (const name of applied) io.out(`applied  ${name}`);
     const { url, schema } = app.config.database;
-    if (url !== undefined) {
-      // The workers' queue (pg-boss) lives beside the data, in a schema of its own.
-      await installJobSchema({
-        connectionString: url,
-        schema: jobSchemaName(schema),
-        onError: (error) => app.log.warn({ err: error }, 'job queue schema: ' + error.message),
-      });
-      await createWorkersTable(database.root, jobSchemaName(schema));
+    // The workers' queue (pg-boss) lives beside the data, in a schema of its own; it is created
+    // under the migration lock too, so replicas that migrate at once do not collide there either.
+    const installQueue =
+      url === undefined
+        ? undefined
+        : async (locked: Parameters<typeof createWorkersTable>[0]): Promise<void> => {
+            await installJobSchema({
+              connectionString: url,
+              schema: jobSchemaName(schema),
+              onError: (error) =>
+                app.log.warn({ err: error }, 'job queue schema: ' + error.message),
+            });
+            await createWorkersTable(locked, jobSchemaName(schema));
+          };
+    const applied = await migrateToLatest(database, undefined, installQueue);
+    for (const name of applied) io.out(`applied  ${name}`);
+    if (installQueue !== undefined)
       io.out(`Job queue schema "${jobSchemaName(schema)}" is ready (pg-boss).`);
-    }
     io.out(
       applied.length === 0
         ? `Schema "${database.schema}" at ${database.location} is up to date; nothing to apply.`

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { ApiError } from '../api/api-errors.js';
+import { StreamStartUnknownError } from '../api/telephony-client.js';
 import {
   AUDIO_TRACKS,
   CALLBACK_METHODS,
@@ -123,18 +124,35 @@ async function runStreamStart(
     );
   return app.withClients(accounts, async (clients) => {
     try {
-      const answer = await clients[0]!.startStream(callUuid, checked.params);
-      context.io.out(
-        options.json === true
-          ? JSON.stringify(answer)
-          : `${answer.message || 'stream started'}: stream_id ${answer.stream_id} (api_id ${answer.api_id})\n` +
-              `  ${checked.params.audio_track} audio of call ${callUuid} to ${checked.params.service_url}${checked.params.bidirectional ? ', bidirectional' : ''}, ` +
-              `for at most ${checked.params.stream_timeout}s\n` +
-              `  its events: ${checked.params.status_callback_url === undefined ? 'none (no callback URL)' : `${checked.params.status_callback_method} ${checked.params.status_callback_url}`}\n` +
-              `  its record: telesync lookup streams ${callUuid}`,
-      );
+      const outcome = await clients[0]!.startStreamOnce(callUuid, checked.params);
+      const streamId = outcome.kind === 'answered' ? outcome.answer.stream_id : outcome.streamId;
+      const details =
+        `  ${checked.params.audio_track} audio of call ${callUuid} to ${checked.params.service_url}${checked.params.bidirectional ? ', bidirectional' : ''}, ` +
+        `for at most ${checked.params.stream_timeout}s\n` +
+        `  its events: ${checked.params.status_callback_url === undefined ? 'none (no callback URL)' : `${checked.params.status_callback_method} ${checked.params.status_callback_url}`}\n` +
+        `  its record: telesync lookup streams ${callUuid}`;
+      if (outcome.kind === 'answered') {
+        const { answer } = outcome;
+        context.io.out(
+          options.json === true
+            ? JSON.stringify(answer)
+            : `${answer.message || 'stream started'}: stream_id ${streamId} (api_id ${answer.api_id})\n${details}`,
+        );
+      } else {
+        // The answer was lost; the call's stream list shows the one stream the request began.
+        const lost = outcome.lostAnswer.message;
+        context.io.out(
+          options.json === true
+            ? JSON.stringify({ stream_id: streamId, found_in_stream_list: true, lost_answer: lost })
+            : `stream started: stream_id ${streamId} (the answer was lost: ${lost}; found in the call's stream list)\n${details}`,
+        );
+      }
       return EXIT.OK;
     } catch (error) {
+      if (error instanceof StreamStartUnknownError) {
+        writeNotice(context.io, 'error', error.message);
+        return EXIT.OUTCOME_UNKNOWN;
+      }
       if (error instanceof ApiError) {
         writeNotice(context.io, 'error', `could not start the stream: ${error.message}`);
         return EXIT.FAILED;

@@ -1,6 +1,7 @@
-import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { MIGRATIONS } from '../../migrations/index.js';
 import type { SchemaMigration } from '../../migrations/migration-types.js';
+import { advisoryLockKey } from './advisory-lock.js';
 import type { Database } from './connect.js';
 import { qualifiedName } from './identifiers.js';
 
@@ -42,34 +43,62 @@ function providerFor(schema: string, migrations: readonly SchemaMigration[]): Mi
   };
 }
 
-function createMigrator(database: Database, migrations: readonly SchemaMigration[]): Migrator {
+function createMigrator(
+  root: Kysely<unknown>,
+  schema: string,
+  migrations: readonly SchemaMigration[],
+): Migrator {
   return new Migrator({
-    db: database.root,
-    provider: providerFor(database.schema, migrations),
-    migrationTableSchema: database.schema,
+    db: root,
+    provider: providerFor(schema, migrations),
+    migrationTableSchema: schema,
     migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: MIGRATION_LOCK_TABLE,
   });
 }
 
+/** What else a migration does while it holds the lock (the job queue's schema, say). */
+export type WhileMigrating = (locked: Kysely<unknown>) => Promise<void>;
+
 /**
- * Applies every pending migration, in order, each in its own transaction. Returns the names it
- * applied: empty when the schema was already current.
+ * Applies every pending migration, in order, each in its own transaction, then runs `also` (when
+ * given) under the same lock. Returns the names it applied: empty when the schema was already
+ * current.
+ *
+ * Everything happens under one session advisory lock of the schema, on one connection, taken
+ * before anything is created: the migrator's own lock covers its migrations but not the creation
+ * of the schema and of its bookkeeping tables, and two processes that create the same table at
+ * once collide in the catalog (`pg_type_typname_nsp_index`). The compose file starts several
+ * replicas that migrate.
  */
 export async function migrateToLatest(
   database: Database,
   migrations: readonly SchemaMigration[] = MIGRATIONS,
+  also?: WhileMigrating,
 ): Promise<string[]> {
-  // The migrator keeps its own tables in the schema, so the schema must exist before it starts.
-  await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(database.schema)}`.execute(database.root);
-  const { error, results = [] } = await createMigrator(database, migrations).migrateToLatest();
-  if (error !== undefined) {
-    const failed = results.find((result) => result.status === 'Error');
-    throw new MigrationError(failed?.migrationName ?? 'setup', error);
-  }
-  return results
-    .filter((result) => result.status === 'Success')
-    .map((result) => result.migrationName);
+  const key = advisoryLockKey(`telesync migrate ${database.schema}`);
+  return database.root.connection().execute(async (locked) => {
+    await sql`SELECT pg_advisory_lock(${key}::bigint)`.execute(locked);
+    try {
+      // The migrator keeps its own tables in the schema, so the schema must exist before it starts.
+      await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(database.schema)}`.execute(locked);
+      const { error, results = [] } = await createMigrator(
+        locked,
+        database.schema,
+        migrations,
+      ).migrateToLatest();
+      if (error !== undefined) {
+        const failed = results.find((result) => result.status === 'Error');
+        throw new MigrationError(failed?.migrationName ?? 'setup', error);
+      }
+      await also?.(locked);
+      return results
+        .filter((result) => result.status === 'Success')
+        .map((result) => result.migrationName);
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${key}::bigint)`.execute(locked);
+    }
+  });
 }
 
 /** Every known migration with the time it was applied, or undefined when pending. */
@@ -90,7 +119,7 @@ export async function listMigrationStatus(
   if (exists.rows[0]?.present !== true) {
     return migrations.map((migration) => ({ name: migration.name, executedAt: undefined }));
   }
-  const applied = await createMigrator(database, migrations).getMigrations();
+  const applied = await createMigrator(database.root, database.schema, migrations).getMigrations();
   return applied.map((info) => ({
     name: info.name,
     executedAt: info.executedAt?.toISOString(),

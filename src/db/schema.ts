@@ -174,6 +174,8 @@ export interface BillingDailyView {
   billed_seconds: number;
   billed_minutes: Decimal;
   total_amount: Decimal;
+  /** Calls counted in billed_seconds by bill_duration, their record having no billed_duration. */
+  calls_billed_by_bill_duration: number;
 }
 
 /** View: messages per UTC day, account, direction and type. */

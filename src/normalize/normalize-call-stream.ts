@@ -19,6 +19,8 @@ const CALL_STREAM: RecordKind = {
  * `service_url`, a `status`, `status_callback_url`, and `start_time`/`end_time` null until the
  * stream starts and ends. So only the identity and `service_url` are required; every other field
  * may be absent or null and is then stored as null. Fields with no column (`status`) stay in raw.
+ * The service's own full shape names the account `plivo_auth_id`, the field the spec calls
+ * `service_auth_id`: it fills service_auth_id when that is absent or null.
  */
 export function normalizeCallStream(
   record: ReceivedRecord,
@@ -27,11 +29,12 @@ export function normalizeCallStream(
   const opened = openRecord(record, CALL_STREAM);
   if (!opened.ok) return opened;
   const r = opened.reader;
+  const serviceAuthId = r.optionalText('service_auth_id');
   const row: CallStreamsInsertRow = {
     account_id: context.accountId,
     stream_id: r.identifier('stream_id'),
     call_uuid: r.identifier('call_uuid'),
-    service_auth_id: r.optionalText('service_auth_id'),
+    service_auth_id: serviceAuthId ?? r.optionalText('plivo_auth_id'),
     resource_uri: r.optionalText('resource_uri'),
     service_url: r.text('service_url'),
     audio_track: r.optionalText('audio_track'),

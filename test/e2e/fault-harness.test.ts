@@ -415,6 +415,31 @@ describe('a hostile service, each case a real process', () => {
     expect(requests).toBe(1);
     expect(`${result.stdout}${result.stderr}`).not.toContain(ACCOUNT.authToken);
   });
+
+  it('an error body that spells the Authorization header in \\u escapes: nothing of it reaches sync_runs or the output', async () => {
+    cli.service.setBehaviour({ echoAuthorizationEscaped: 500 });
+    const [result, requests] = await requestsDuring(() => backfill());
+    expect(result.code).toBe(1);
+    expect(requests).toBe(2);
+    const credentials = Buffer.from(`${ACCOUNT.authId}:${ACCOUNT.authToken}`).toString('base64');
+    const errors = await cli.database.inspect(({ db }) =>
+      db.selectFrom('sync_runs').select('error').where('error', 'is not', null).execute(),
+    );
+    const latest = String(lastJson(result.stdout).error);
+    expect(latest).toContain('you sent [redacted]');
+    for (const text of [
+      latest,
+      result.stdout,
+      result.stderr,
+      ...errors.map((row) => String(row.error)),
+    ]) {
+      expect(text).not.toContain(credentials);
+      expect(text).not.toContain(ACCOUNT.authToken);
+    }
+    expect(errors.map((row) => String(row.error))).toContainEqual(
+      expect.stringContaining('you sent [redacted]'),
+    );
+  });
 });
 
 describe('a faulty service', () => {

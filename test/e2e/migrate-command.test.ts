@@ -72,6 +72,34 @@ describe(`telesync migrate (${cli.target.description})`, () => {
   });
 });
 
+describe(`two telesync migrate at once on a fresh database (${cli.target.description})`, () => {
+  it.runIf(cli.target.kind === 'postgres')(
+    'both succeed, ten rounds out of ten, and the schema is migrated once',
+    async () => {
+      const outcomes: string[] = [];
+      for (let round = 0; round < 10; round++) {
+        const database = await cli.addDatabase();
+        const both = await Promise.all([
+          runTelesync(['migrate'], database.env),
+          runTelesync(['migrate'], database.env),
+        ]);
+        outcomes.push(
+          both
+            .map((result) => (result.code === 0 ? 'ok' : `exit ${result.code}: ${result.stderr}`))
+            .join(' | '),
+        );
+        // Every migration applied by exactly one of the two.
+        const applied = both.flatMap((result) => result.stdout.match(/^applied {2}\S+$/gm) ?? []);
+        expect(applied.sort()).toEqual(
+          MIGRATIONS.map((migration) => `applied  ${migration.name}`).sort(),
+        );
+      }
+      expect(outcomes).toEqual(Array.from({ length: 10 }, () => 'ok | ok'));
+    },
+    300_000,
+  );
+});
+
 describe('bad configuration exits 2 and names what to fix', () => {
   it('lists every problem at once', async () => {
     const result = await runTelesync(['migrate'], {

@@ -53,6 +53,7 @@ describe('billing_daily', () => {
         billed_seconds: 30,
         billed_minutes: '0.5000',
         total_amount: '0.1',
+        calls_billed_by_bill_duration: 0,
       },
       {
         day: '2026-11-20',
@@ -62,6 +63,7 @@ describe('billing_daily', () => {
         billed_seconds: 150,
         billed_minutes: '2.5000',
         total_amount: '0.02125000000001',
+        calls_billed_by_bill_duration: 0,
       },
       {
         day: '2026-11-21',
@@ -71,8 +73,49 @@ describe('billing_daily', () => {
         billed_seconds: 45,
         billed_minutes: '0.7500',
         total_amount: '0.2',
+        calls_billed_by_bill_duration: 0,
       },
     ]);
+  });
+
+  it('counts bill_duration for a call whose record has no billed_duration, and says for how many', async () => {
+    const { db } = handle.database;
+    const day = '2026-10-05';
+    await db
+      .insertInto('trunk_calls')
+      .values([
+        // The service's documented CDR: bill_duration alone (A39).
+        {
+          ...call('r1', `${day} 08:00:00+00:00`, 'outbound', 0, '0.00200'),
+          billed_duration: null,
+          bill_duration: 4,
+        },
+        {
+          ...call('r2', `${day} 09:00:00+00:00`, 'outbound', 0, '0.03000'),
+          billed_duration: null,
+          bill_duration: 60,
+        },
+        // Both: billed_duration wins.
+        { ...call('r3', `${day} 10:00:00+00:00`, 'outbound', 120, '0.06'), bill_duration: 100 },
+        // Neither: nothing to count.
+        { ...call('r4', `${day} 11:00:00+00:00`, 'outbound', 0, '0'), billed_duration: null },
+      ])
+      .execute();
+    const row = await db
+      .selectFrom('billing_daily')
+      .selectAll()
+      .where('day', '=', day)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({
+      day,
+      account_id: 'A',
+      direction: 'outbound',
+      calls: 4,
+      billed_seconds: 184,
+      billed_minutes: '3.0667',
+      total_amount: '0.09200',
+      calls_billed_by_bill_duration: 2,
+    });
   });
 });
 

@@ -256,31 +256,42 @@ describe('a bidirectional stream, stopped through the admin API', () => {
     expectFields(started!, ids);
     expect(await adminStream(ids.streamId)).toMatchObject({ status: 'connected', error: null });
 
-    // playAudio: two valid (100 ms of L16, 50 ms of µ-law), four invalid; a checkpoint is answered.
+    // playAudio: two valid (100 ms and 50 ms of L16 at 16 kHz, the stream's format), five invalid
+    // (two of another format than the stream's); a checkpoint is answered.
     const l16 = buildPlayAudioMessage({
       contentType: 'audio/x-l16',
-      sampleRate: 8000,
-      audio: new Uint8Array(1600),
+      sampleRate: 16000,
+      audio: new Uint8Array(3200),
       streamId: ids.streamId,
     });
-    const mulaw = buildPlayAudioMessage({
-      contentType: 'audio/x-mulaw',
-      sampleRate: 8000,
-      audio: new Uint8Array(400),
+    const shorter = buildPlayAudioMessage({
+      contentType: 'audio/x-l16',
+      sampleRate: 16000,
+      audio: new Uint8Array(1600),
     });
     const invalid = [
+      JSON.stringify(
+        buildPlayAudioMessage({
+          contentType: 'audio/x-mulaw',
+          sampleRate: 16000,
+          audio: new Uint8Array(400),
+        }),
+      ),
+      JSON.stringify(
+        buildPlayAudioMessage({
+          contentType: 'audio/x-l16',
+          sampleRate: 8000,
+          audio: new Uint8Array(400),
+        }),
+      ),
       JSON.stringify({
         event: 'playAudio',
-        media: { contentType: 'audio/x-mulaw', sampleRate: 16000, payload: 'AAAA' },
-      }),
-      JSON.stringify({
-        event: 'playAudio',
-        media: { contentType: 'audio/x-l16', sampleRate: 8000, payload: 'not base64!' },
+        media: { contentType: 'audio/x-l16', sampleRate: 16000, payload: 'not base64!' },
       }),
       JSON.stringify({ ...l16, event: 'playaudio' }),
       'this is not JSON',
     ];
-    for (const text of [JSON.stringify(l16), JSON.stringify(mulaw), ...invalid])
+    for (const text of [JSON.stringify(l16), JSON.stringify(shorter), ...invalid])
       session.socket.send(text);
     session.socket.send(
       JSON.stringify({ event: 'checkpoint', streamId: ids.streamId, name: 'hi' }),
@@ -295,7 +306,7 @@ describe('a bidirectional stream, stopped through the admin API', () => {
       () => {
         const snapshot = sim.stats();
         const counts = snapshot.streams.byStream[ids.streamId]?.playAudio;
-        return counts !== undefined && counts.accepted + counts.refused === 6
+        return counts !== undefined && counts.accepted + counts.refused === 7
           ? snapshot
           : undefined;
       },
@@ -304,12 +315,35 @@ describe('a bidirectional stream, stopped through the admin API', () => {
     );
     expect(stats.streams.byStream[ids.streamId]).toEqual({
       messagesSent: 1 + FRAMES,
-      playAudio: { accepted: 2, refused: 4, audioMs: 150 },
+      playAudio: { accepted: 2, refused: 5, audioMs: 150 },
       lastRefusal: 'invalid playAudio: the message is not JSON',
     });
-    expect(stats.streams.playAudio).toEqual({ accepted: 2, refused: 4, audioMs: 150 });
+    expect(stats.streams.playAudio).toEqual({ accepted: 2, refused: 5, audioMs: 150 });
     // Refused messages are ignored: the stream goes on.
     expect(session.socket.readyState).toBe(session.socket.OPEN);
+    // A valid playAudio in another format than the stream's is refused with both formats named.
+    session.socket.send(
+      JSON.stringify(
+        buildPlayAudioMessage({
+          contentType: 'audio/x-mulaw',
+          sampleRate: 8000,
+          audio: new Uint8Array(400),
+        }),
+      ),
+    );
+    const mismatched = await waitFor(
+      () => {
+        const counts = sim.stats().streams.byStream[ids.streamId];
+        return counts?.playAudio.refused === 6 ? counts : undefined;
+      },
+      5000,
+      'the refusal of another format',
+    );
+    expect(mismatched).toMatchObject({
+      playAudio: { accepted: 2, refused: 6, audioMs: 150 },
+      lastRefusal:
+        "playAudio of audio/x-mulaw;rate=8000 on a stream of audio/x-l16;rate=16000: send audio in the stream's content_type",
+    });
 
     const stopped = await admin('POST', `streams/${ids.streamId}/stop`);
     expect(stopped.status).toBe(200);

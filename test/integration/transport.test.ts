@@ -278,6 +278,21 @@ describe('HttpTransport', () => {
     }
   });
 
+  it('keeps the credentials out of an error whose body spells the Authorization header in \\u escapes', async () => {
+    const { url } = await scriptedServer([
+      (req, res) => {
+        const escaped = [...(req.headers.authorization ?? '')]
+          .map((char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)
+          .join('');
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(`{"api_id":"a","error":"you sent ${escaped}"}`);
+      },
+    ]);
+    const error = await get(transportFor(url)).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ status: 401, serviceMessage: 'you sent [redacted]' });
+    expect(allText(error)).not.toContain(Buffer.from(`${AUTH_ID}:${TOKEN}`).toString('base64'));
+  });
+
   it('keeps the token out of an error even when the token is passed as an identifier', async () => {
     const { url } = await scriptedServer([status(404, { error: 'not found' })]);
     const error = await transportFor(url)
@@ -300,6 +315,59 @@ describe('HttpTransport', () => {
       busiest = Math.max(busiest, j - i);
     }
     expect(busiest).toBeLessThanOrEqual(20);
+  });
+});
+
+const startPath = `/v1/Account/${AUTH_ID}/Call/4f045f7a-b04a-4364-8523-74e6072f4f72/Stream/`;
+const post = (transport: HttpTransport, meter?: RequestMeter) =>
+  transport.request(
+    { method: 'POST', path: startPath, body: { service_url: 'wss://media.example.com/a' } },
+    (body) => JSON.parse(Buffer.from(body).toString('utf8')) as unknown,
+    meter ? { meter } : {},
+  );
+const started: Reply = (_req, res) => {
+  res.writeHead(201, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ api_id: 'p', message: 'audio streaming started', stream_id: 's' }));
+};
+
+describe('a request that changes the service (POST)', () => {
+  it.each([
+    ['a 502', status(502, { error: 'bad gateway' })],
+    ['a 503', status(503, { error: 'busy' })],
+    ['a reset after sending', reset],
+    ['a truncated answer', truncated],
+  ])('is sent once when %s leaves unknown whether the service acted', async (_what, reply) => {
+    const { url, arrivals } = await scriptedServer([reply, started]);
+    const error = await post(transportFor(url)).catch((caught: unknown) => caught);
+    expect(arrivals).toHaveLength(1);
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ retryable: false, sent: true });
+  });
+
+  it('is sent once when it times out', async () => {
+    const { url, arrivals } = await scriptedServer([stall, started]);
+    const error = await post(transportFor(url, { timeoutMs: 150 })).catch(
+      (caught: unknown) => caught,
+    );
+    expect(arrivals).toHaveLength(1);
+    expect(error).toMatchObject({ kind: 'timeout', retryable: false, sent: true });
+  });
+
+  it('is retried after a 429: the service did not act on it', async () => {
+    const { url, arrivals } = await scriptedServer([status(429, { error: 'slow down' }), started]);
+    expect(await post(transportFor(url))).toMatchObject({ stream_id: 's' });
+    expect(arrivals).toHaveLength(2);
+  });
+
+  it('is retried when the connection is refused: it never left telesync', async () => {
+    const { url, server } = await scriptedServer([started]);
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const meter = new RequestMeter();
+    const error = await post(transportFor(url, { maxRetries: 2 }), meter).catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toMatchObject({ kind: 'network', sent: false, attempts: 3 });
+    expect(meter.snapshot()).toMatchObject({ requests: 3, retries: 2 });
   });
 });
 

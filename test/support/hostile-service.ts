@@ -32,6 +32,11 @@ export interface HostileBehaviour {
    * `foreign`, a meta.next that names another account's list.
    */
   readonly endpoints?: 'endless' | 'foreign';
+  /**
+   * Every request answered with this status and an error body that echoes the request's
+   * Authorization header, every character of it a JSON `\u` escape.
+   */
+  readonly echoAuthorizationEscaped?: number;
 }
 
 export async function startHostileService(
@@ -48,6 +53,14 @@ export async function startHostileService(
     if (behaviour.redirectTo !== undefined) {
       res.writeHead(302, { location: behaviour.redirectTo });
       res.end();
+      return;
+    }
+    if (behaviour.echoAuthorizationEscaped !== undefined) {
+      const escaped = [...(req.headers.authorization ?? '')]
+        .map((char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)
+        .join('');
+      res.writeHead(behaviour.echoAuthorizationEscaped, { 'content-type': 'application/json' });
+      res.end(`{"api_id":"echo","error":"you sent ${escaped}"}`);
       return;
     }
     if (behaviour.retryAfterSeconds !== undefined) {

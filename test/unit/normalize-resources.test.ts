@@ -1414,6 +1414,39 @@ describe('shapes the real service sends (docs/assumptions.md A38–A45)', () => 
     });
   });
 
+  it("fills service_auth_id from the service's own name for it, plivo_auth_id", () => {
+    // The stream object of the service's API reference: the account as plivo_auth_id.
+    const fixture = {
+      audio_track: 'both',
+      bidirectional: false,
+      bill_duration: 24,
+      billed_amount: '0.00300',
+      call_uuid: '78737f83-4b9d-4e1c-a5a3-4a3a6ae8a2f1',
+      created_at: '2023-03-03 05:32:39.532163+00:00',
+      end_time: '2023-03-03 11:03:07+05:30',
+      plivo_auth_id: 'MAXXXXXXXXXXXXXXXXXX',
+      resource_uri:
+        '/v1/Account/MAXXXXXXXXXXXXXXXXXX/Call/78737f83-4b9d-4e1c-a5a3-4a3a6ae8a2f1/Stream/20a11e5f-d1c4-4b3e-a0b2-2b6b8b5e4e05/',
+      rounded_bill_duration: 60,
+      service_url: 'wss://mysocket.com/wss/v2/1/demo/',
+      start_time: '2023-03-03 11:02:43+05:30',
+      status: 'completed',
+      status_callback_url: 'https://aec8-49-37-118-158.ngrok.io/stream/status',
+      stream_id: '20a11e5f-d1c4-4b3e-a0b2-2b6b8b5e4e05',
+    };
+    expect(rowOf(normalizeCallStream(receivedObject(fixture), context))).toMatchObject({
+      service_auth_id: 'MAXXXXXXXXXXXXXXXXXX',
+      stream_id: fixture.stream_id,
+      bill_duration: 24,
+      raw: fixture,
+    });
+    // service_auth_id, when the record gives it, wins.
+    const both = { ...fixture, service_auth_id: 'MA_SPEC_NAME' };
+    expect(rowOf(normalizeCallStream(receivedObject(both), context)).service_auth_id).toBe(
+      'MA_SPEC_NAME',
+    );
+  });
+
   it('quarantines a record nested 20,000 levels deep, with its exact bytes', () => {
     const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
     const record = received(`{"stream_id":"${STREAM_ID}","x":${deep}}`);

@@ -4,6 +4,7 @@ import {
   parsePlayAudioMessage,
   PlayAudioError,
   playAudioDurationMs,
+  playAudioFormatMismatch,
   validatePlayAudioMessage,
 } from '../../src/api/play-audio.js';
 
@@ -36,6 +37,8 @@ describe('validatePlayAudioMessage', () => {
     ['audio/x-l16', 16000, 640, 20],
     ['audio/x-mulaw', 8000, 160, 20],
     ['audio/x-mulaw', 8000, 1, 0.125],
+    // The spec's table pairs either type with either rate.
+    ['audio/x-mulaw', 16000, 320, 20],
   ] as const)('measures %s at %d: %d bytes are %d ms', (contentType, sampleRate, bytes, ms) => {
     const check = validatePlayAudioMessage(
       withMedia({ contentType, sampleRate, payload: Buffer.alloc(bytes, 0x7f).toString('base64') }),
@@ -68,11 +71,6 @@ describe('validatePlayAudioMessage', () => {
       'must be the number 8000 or 16000, not "8000"',
     ],
     ['media.sampleRate', withMedia({ sampleRate: 44100 }), 'not 44100'],
-    [
-      'media.sampleRate',
-      withMedia({ contentType: 'audio/x-mulaw', sampleRate: 16000 }),
-      'not allowed with audio/x-mulaw',
-    ],
     ['media.payload', withMedia({ payload: '' }), 'must be base64-encoded raw audio'],
     ['media.payload', withMedia({ payload: 12 }), 'must be base64-encoded raw audio, not 12'],
     ['media.payload', withMedia({ payload: 'AAE' }), 'not valid base64'],
@@ -106,6 +104,35 @@ describe('validatePlayAudioMessage', () => {
         ok: false,
         problems: [{ field: 'message' }],
       });
+  });
+});
+
+describe('playAudioFormatMismatch', () => {
+  const message = (contentType: 'audio/x-l16' | 'audio/x-mulaw', sampleRate: 8000 | 16000) =>
+    buildPlayAudioMessage({ contentType, sampleRate, audio: new Uint8Array(320) });
+
+  it("accepts audio in the stream's own content_type", () => {
+    expect(playAudioFormatMismatch(message('audio/x-l16', 8000), 'audio/x-l16;rate=8000')).toBe(
+      undefined,
+    );
+    expect(
+      playAudioFormatMismatch(message('audio/x-l16', 16000), 'audio/x-l16;rate=16000'),
+    ).toBeUndefined();
+    expect(
+      playAudioFormatMismatch(message('audio/x-mulaw', 8000), 'audio/x-mulaw;rate=8000'),
+    ).toBeUndefined();
+  });
+
+  it('names both formats when the type or the rate differs', () => {
+    expect(playAudioFormatMismatch(message('audio/x-mulaw', 8000), 'audio/x-l16;rate=8000')).toBe(
+      "playAudio of audio/x-mulaw;rate=8000 on a stream of audio/x-l16;rate=8000: send audio in the stream's content_type",
+    );
+    expect(
+      playAudioFormatMismatch(message('audio/x-l16', 8000), 'audio/x-l16;rate=16000'),
+    ).toContain('audio/x-l16;rate=8000 on a stream of audio/x-l16;rate=16000');
+    expect(
+      playAudioFormatMismatch(message('audio/x-mulaw', 16000), 'audio/x-mulaw;rate=8000'),
+    ).toContain('audio/x-mulaw;rate=16000 on a stream of audio/x-mulaw;rate=8000');
   });
 });
 
@@ -156,10 +183,17 @@ describe('buildPlayAudioMessage', () => {
     expect(() =>
       buildPlayAudioMessage({
         contentType: 'audio/x-mulaw',
-        sampleRate: 16000,
+        sampleRate: 8000,
         audio: new Uint8Array(0),
       }),
     ).toThrow(PlayAudioError);
+    expect(
+      buildPlayAudioMessage({
+        contentType: 'audio/x-mulaw',
+        sampleRate: 16000,
+        audio: new Uint8Array(1),
+      }).media,
+    ).toMatchObject({ contentType: 'audio/x-mulaw', sampleRate: 16000 });
     const thrown = ((): unknown => {
       try {
         buildPlayAudioMessage({

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { readErrorBody } from '../../src/api/api-errors.js';
+import { configSecrets } from '../../src/app/app-services.js';
+import { loadConfig } from '../../src/config/load-config.js';
 import { createRedactor, redactSecrets, redactUrl } from '../../src/util/redact.js';
 
 describe('redactUrl', () => {
@@ -32,5 +35,50 @@ describe('createRedactor', () => {
   });
   it('replaces a secret that holds another whole, whatever their order', () => {
     expect(createRedactor(['tok3n', 'MA1:tok3n'])('basic MA1:tok3n')).toBe('basic [redacted]');
+  });
+});
+
+describe('an error body that spells a secret in JSON \\u escapes', () => {
+  const token = 'tok_0123456789abcdef';
+  const credentials = Buffer.from(`MA1:${token}`).toString('base64');
+  const redact = createRedactor([token, credentials, `Basic ${credentials}`]);
+  const escaped = (text: string) =>
+    [...text].map((char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+
+  it('is redacted after decoding, in the error text and the api_id', () => {
+    const read = readErrorBody(
+      `{"api_id":"${escaped(credentials)}","error":"you sent ${escaped(`Basic ${credentials}`)} and ${escaped(token)}"}`,
+      redact,
+    );
+    expect(read).toEqual({
+      apiId: '[redacted]',
+      serviceMessage: 'you sent [redacted] and [redacted]',
+    });
+  });
+
+  it('is redacted in an error object and in a body that is not JSON', () => {
+    expect(
+      readErrorBody(`{"error":{"detail":"${escaped(credentials)}"}}`, redact).serviceMessage,
+    ).toBe('{"detail":"[redacted]"}');
+    expect(readErrorBody(`<html>${escaped(credentials)}</html>`, redact).serviceMessage).toBe(
+      '<html>[redacted]</html>',
+    );
+  });
+});
+
+describe('configSecrets', () => {
+  it('lists each token with the Authorization header forms of its credentials', () => {
+    const config = loadConfig({
+      TELESYNC_AUTH_ID: 'MA1',
+      TELESYNC_AUTH_TOKEN: 'tok_0123456789abcdef',
+      DATABASE_URL: 'postgres://u:pw_secret@db/x',
+    });
+    const credentials = Buffer.from('MA1:tok_0123456789abcdef').toString('base64');
+    expect(configSecrets(config)).toEqual([
+      'tok_0123456789abcdef',
+      credentials,
+      `Basic ${credentials}`,
+      'pw_secret',
+    ]);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   capRetryAfter,
   computeRetryDelayMs,
+  isRetryableFailure,
   parseRetryAfter,
   RETRY_AFTER_MAX_SECONDS,
 } from '../../src/api/retry-policy.js';
@@ -71,5 +72,56 @@ describe('Retry-After past all reason (hostile input)', () => {
     expect(settled).toBe(false);
     controller.abort(new Error('stop'));
     expect(await waiting).toBe('aborted');
+  });
+});
+
+describe('isRetryableFailure', () => {
+  const cases = [
+    { kind: 'http', status: 429, sent: true },
+    { kind: 'http', status: 502, sent: true },
+    { kind: 'http', status: 503, sent: true },
+    { kind: 'network', sent: true },
+    { kind: 'timeout', sent: true },
+    { kind: 'malformed', status: 200, sent: true },
+    { kind: 'network', sent: false },
+    { kind: 'timeout', sent: false },
+    { kind: 'http', status: 400, sent: true },
+    { kind: 'http', status: 302, sent: true },
+    { kind: 'too_large', status: 200, sent: true },
+    { kind: 'aborted', sent: false },
+  ] as const;
+
+  it('retries a read after a 429, a 5xx, a reset, a timeout or an unreadable answer', () => {
+    expect(cases.map((failure) => isRetryableFailure('GET', failure))).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+    ]);
+  });
+
+  it('retries a POST only after a 429 or a failure before it was sent', () => {
+    expect(cases.map((failure) => isRetryableFailure('POST', failure))).toEqual([
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });

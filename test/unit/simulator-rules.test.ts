@@ -83,6 +83,10 @@ describe('trunk list rules (spec 4.6)', () => {
     // An upper bound before the horizon admits nothing: an empty range, not an error (A32).
     const empty = plan({ end_time__lte: at(NOW - 100 * DAY) });
     expect(empty.upperMicros).toBeLessThan(empty.lowerMicros);
+    // With a lower bound older than the horizon the same range is a 400, not empty (A15, A32).
+    expect(
+      problems({ end_time__gte: at(NOW - 110 * DAY), end_time__lte: at(NOW - 100 * DAY) })[0],
+    ).toMatch(/90-day horizon/);
   });
 
   it('lists only completed calls: the range never reaches past now', () => {

@@ -1,5 +1,9 @@
 import { WebSocket, type RawData } from 'ws';
-import { PLAY_AUDIO_EVENT, validatePlayAudioMessage } from '../../api/play-audio.js';
+import {
+  PLAY_AUDIO_EVENT,
+  playAudioFormatMismatch,
+  validatePlayAudioMessage,
+} from '../../api/play-audio.js';
 import type { LiveStream } from '../state/live-streams.js';
 import {
   buildMediaChunkMessage,
@@ -229,8 +233,15 @@ export class MediaConnection {
       return;
     }
     const check = validatePlayAudioMessage(message);
+    if (!check.ok) {
+      events.playAudio({ ok: false, reason: check.reason });
+      return;
+    }
+    const mismatch = playAudioFormatMismatch(check.message, stream.params.content_type);
     events.playAudio(
-      check.ok ? { ok: true, durationMs: check.durationMs } : { ok: false, reason: check.reason },
+      mismatch === undefined
+        ? { ok: true, durationMs: check.durationMs }
+        : { ok: false, reason: mismatch },
     );
   }
 

@@ -62,6 +62,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // How often the two timeouts above are checked (Node's default, 30 s, would let a slow
+      // client hold its connection that much longer).
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 2)),
     },
     (request, response) => {
       void serve(options, request, response);

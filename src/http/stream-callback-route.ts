@@ -136,8 +136,13 @@ export function createStreamCallbackRoutes(options: StreamCallbackRouteOptions):
   const receive = createStreamCallbackReceiver(options);
   const maxBodyBytes = options.maxBodyBytes ?? STREAM_CALLBACK_MAX_BODY_BYTES;
   const answer = async (request: IncomingMessage): Promise<HttpAnswer> => {
+    const head = { ...readStreamCallbackHead(request), body: '' };
+    // A request its headers refuse (no nonce, no signature of the right shape) is answered without
+    // reading its body: the receiver refuses it the same way whatever the body holds.
+    const refusedByHead = screen(head, maxBodyBytes) !== undefined;
+    if (refusedByHead) request.resume();
     const { status, contentType, body } = await receive(
-      await readStreamCallbackRequest(request, maxBodyBytes),
+      refusedByHead ? head : { ...head, body: await readBody(request, maxBodyBytes) },
     );
     return { status, contentType, body };
   };
@@ -462,13 +467,17 @@ export async function readStreamCallbackRequest(
   request: IncomingMessage,
   maxBodyBytes: number,
 ): Promise<StreamCallbackRequest> {
+  return { ...readStreamCallbackHead(request), body: await readBody(request, maxBodyBytes) };
+}
+
+/** What a request's line and headers say (nothing of its body). */
+function readStreamCallbackHead(request: IncomingMessage): Omit<StreamCallbackRequest, 'body'> {
   const target = request.url ?? '/';
   const at = target.indexOf('?');
   return {
     method: request.method === 'POST' ? 'POST' : 'GET',
     query: at === -1 ? '' : target.slice(at + 1),
     contentType: request.headers['content-type'],
-    body: await readBody(request, maxBodyBytes),
     signature: header(request, SIGNATURE_V3_HEADER),
     nonce: header(request, SIGNATURE_V3_NONCE_HEADER),
   };

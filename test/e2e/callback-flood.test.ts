@@ -199,7 +199,7 @@ describe('the callback receiver under a flood of junk', () => {
         .filter((sample) => sample.name === 'telesync_stream_callbacks_total' && sample.value > 0)
         .map((sample) => [String(sample.labels.reason), sample.value]),
     );
-    expect(counted).toMatchObject({ forged: 1501, too_many_fields: 500 });
+    expect(counted).toMatchObject({ forged: 1500, too_many_fields: 500, unsigned: 1 });
     // Refusals are logged once per reason and minute, not once per request.
     const refusedLines = scheduler
       .stderr()

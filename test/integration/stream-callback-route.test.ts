@@ -358,7 +358,12 @@ describe('the stream callback route of schedule', () => {
     expect(text.status).toBe(415);
     const huge = await fetch(`${server.url}/callbacks/stream`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        // Of the right shape, so that the size is what refuses it.
+        'X-Plivo-Signature-V3': `${'A'.repeat(43)}=`,
+        'X-Plivo-Signature-V3-Nonce': 'nonce-huge',
+      },
       body: `Event=StartStream&Padding=${'x'.repeat(200_000)}`,
     });
     expect(huge.status).toBe(413);

@@ -50,3 +50,36 @@ describe("the HTTP server's limits", () => {
     }
   });
 });
+
+describe('the HTTP server, to a client that sends its headers too slowly', () => {
+  it('answers 408 and closes the connection once the headers timeout has passed', async () => {
+    const server = await startHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      routes: [createHealthzRoute(() => Promise.resolve({ healthy: true, streams: [] }))],
+      log: createLogger({ level: 'silent', secrets: [], pretty: false }),
+      limits: {
+        headersTimeoutMs: 300,
+        requestTimeoutMs: 300,
+        keepAliveTimeoutMs: 300,
+        maxConnections: 10,
+      },
+    });
+    try {
+      const socket = connect(server.port, '127.0.0.1', () => {
+        socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+      });
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+      socket.on('error', () => {});
+      const started = Date.now();
+      const closedAfterMs = await new Promise<number>((done) =>
+        socket.on('close', () => done(Date.now() - started)),
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 408/);
+      expect(closedAfterMs).toBeLessThan(5_000);
+    } finally {
+      await server.close();
+    }
+  });
+});

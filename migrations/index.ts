@@ -5,6 +5,7 @@ import { nullableWireFields } from './0004-nullable-wire-fields.js';
 import { streamEvents } from './0005-stream-events.js';
 import { ledgerComments } from './0006-ledger-comments.js';
 import { loadWait } from './0007-load-wait.js';
+import { streamCallbackNonces } from './0008-stream-callback-nonces.js';
 import { billedDurationFallback } from './0009-billed-duration-fallback.js';
 import type { SchemaMigration } from './migration-types.js';
 
@@ -20,5 +21,6 @@ export const MIGRATIONS: readonly SchemaMigration[] = [
   streamEvents,
   ledgerComments,
   loadWait,
+  streamCallbackNonces,
   billedDurationFallback,
 ];

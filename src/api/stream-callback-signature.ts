@@ -106,6 +106,48 @@ export function signStreamCallbackV3(
   return createHmac('sha256', input.authToken).update(signed, 'utf8').digest('base64');
 }
 
+/** At most this many signatures in one header: the service sends one, two while a token rotates. */
+export const SIGNATURE_V3_MAX_CANDIDATES = 4;
+
+// base64 of a 32-byte HMAC-SHA256: 43 characters and one "=" of padding.
+const SIGNATURE_SHAPE = /^[A-Za-z0-9+/]{43}=$/;
+
+/**
+ * Whether a X-Plivo-Signature-V3 header can hold a signature at all: one to
+ * SIGNATURE_V3_MAX_CANDIDATES comma-separated base64 HMAC-SHA256 values. Cheap and pure, so a
+ * receiver refuses junk before it reads the request's fields.
+ */
+export function isWellFormedSignatureHeader(header: string): boolean {
+  const candidates = header.split(',', SIGNATURE_V3_MAX_CANDIDATES + 1);
+  return (
+    candidates.length <= SIGNATURE_V3_MAX_CANDIDATES &&
+    candidates.every((candidate) => SIGNATURE_SHAPE.test(candidate.trim()))
+  );
+}
+
+/**
+ * Whether one of the header's signatures is the HMAC of `signedText` (the output of
+ * buildStreamCallbackSignedUrl, then "." and the nonce) with `authToken`. The signed text does not
+ * depend on the token, so a receiver builds it once and tries each token on it. Every candidate is
+ * compared in constant time, so the time taken does not tell which one (if any) matched.
+ */
+export function matchesStreamCallbackSignature(
+  signedText: string,
+  header: string,
+  authToken: string,
+): boolean {
+  const expected = Buffer.from(
+    createHmac('sha256', authToken).update(signedText, 'utf8').digest('base64'),
+    'utf8',
+  );
+  let matched = false;
+  for (const candidate of header.split(',', SIGNATURE_V3_MAX_CANDIDATES)) {
+    const given = Buffer.from(candidate.trim(), 'utf8');
+    if (given.length === expected.length && timingSafeEqual(given, expected)) matched = true;
+  }
+  return matched;
+}
+
 /**
  * Verifies a received callback against the account's auth token. `url` must be the address the
  * service called (telesync's public URL plus the path and query as received), `params` the form

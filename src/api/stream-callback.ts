@@ -55,8 +55,13 @@ export interface StreamCallbackEvent {
   readonly eventTimeMicros: EpochMicros;
   /** The Error field; null when absent or empty. */
   readonly error: string | null;
-  /** Every field received, for `raw`. */
+  /**
+   * Every field received, for `raw` (an object without a prototype: any name is a plain key). A
+   * U+0000, which PostgreSQL cannot store in text, is written as the six characters `\u0000`.
+   */
   readonly fields: StreamCallbackFields;
+  /** Whether a field name or value carried U+0000 and was stored escaped (see `fields`). */
+  readonly nulEscaped: boolean;
   /**
    * Identifies the delivery: the same callback sent again (a retry) has the same key, so it is
    * stored once. A digest of every field, names and values, sorted.
@@ -84,15 +89,25 @@ const EVENT_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 const IDENTIFIER = /^[\x21-\x7e]+$/;
 const EPOCH_DIGITS = /^\d{10}(\d{3})?(\d{3})?$/;
 
+/** The fields of a callback as received, grouped by name (a name given twice has two values). */
+export type ReceivedCallbackFields =
+  | URLSearchParams
+  | ReadonlyMap<string, readonly string[]>
+  | Readonly<Record<string, string | readonly string[]>>;
+
+// A surrogate without its pair: only a JSON body's \u escapes can carry one, and jsonb refuses it.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
- * Reads a status callback from its fields (URLSearchParams of the query or of the form body, or a
- * plain record). Reports every problem, each with its field, rather than the first only. Pure.
+ * Reads a status callback from its fields (URLSearchParams of the query or of the form body, a map
+ * of names to values, or a plain record). Reports every problem, each with its field, rather than
+ * the first only. Any name is a field, `__proto__` and `constructor` too. Pure.
  */
-export function parseStreamCallback(
-  input: URLSearchParams | Readonly<Record<string, string | readonly string[]>>,
-): StreamCallbackParse {
+export function parseStreamCallback(input: ReceivedCallbackFields): StreamCallbackParse {
   const problems: StreamCallbackProblem[] = [];
-  const fields: Record<string, string> = {};
+  const received = Object.create(null) as Record<string, string>;
+  const fields = Object.create(null) as Record<string, string>;
+  let nulEscaped = false;
   for (const [name, values] of fieldEntries(input)) {
     if (values.length > 1) {
       problems.push({ field: name, reason: `${name} is given ${values.length} times` });
@@ -106,11 +121,23 @@ export function parseStreamCallback(
       });
       continue;
     }
-    fields[name] = value;
+    if (LONE_SURROGATE.test(name) || LONE_SURROGATE.test(value)) {
+      problems.push({
+        field: name,
+        reason: `${quote(name)} carries a lone surrogate (not Unicode text)`,
+      });
+      continue;
+    }
+    received[name] = value;
+    if (name.includes('\0') || value.includes('\0')) {
+      nulEscaped = true;
+      fields[escapeNul(name)] = escapeNul(value);
+    } else fields[name] = value;
   }
 
+  // Read as received: an identifier or a time with U+0000 in it is refused, not escaped.
   const required = (field: string): string | undefined => {
-    const value = fields[field];
+    const value = received[field];
     if (value === undefined || value === '') {
       if (!problems.some((problem) => problem.field === field))
         problems.push({ field, reason: `${field} is missing` });
@@ -174,7 +201,9 @@ export function parseStreamCallback(
       eventTimeMicros,
       error: errorText === undefined || errorText === '' ? null : errorText,
       fields,
-      deliveryKey: streamCallbackDeliveryKey(fields),
+      nulEscaped,
+      // The fields as received: a retry of a callback with U+0000 has the same key.
+      deliveryKey: streamCallbackDeliveryKey(received),
     },
   };
 }
@@ -203,9 +232,13 @@ export function parseCallbackTimestamp(text: string): EpochMicros | undefined {
   return parseEpochMicros(text);
 }
 
-function fieldEntries(
-  input: URLSearchParams | Readonly<Record<string, string | readonly string[]>>,
-): [string, readonly string[]][] {
+/** U+0000 as the six characters `\u0000`: PostgreSQL stores neither text nor jsonb with it. */
+function escapeNul(text: string): string {
+  return text.replaceAll('\0', '\\u0000');
+}
+
+function fieldEntries(input: ReceivedCallbackFields): [string, readonly string[]][] {
+  if (input instanceof Map) return [...(input as ReadonlyMap<string, readonly string[]>)];
   if (input instanceof URLSearchParams) {
     const grouped = new Map<string, string[]>();
     for (const [name, value] of input) {
@@ -215,7 +248,8 @@ function fieldEntries(
     }
     return [...grouped];
   }
-  return Object.entries(input).map(([name, value]) => [
+  const record = input as Readonly<Record<string, string | readonly string[]>>;
+  return Object.entries(record).map(([name, value]) => [
     name,
     typeof value === 'string' ? [value] : value,
   ]);

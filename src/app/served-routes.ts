@@ -100,15 +100,32 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
   return {
     metrics,
     streamCallbacks,
-    serve: () =>
-      listen(
+    serve: async () => {
+      const own = streamCallbacks.on ? streamCallbacks.listen : undefined;
+      const main = await listen(
         { host: config.schedule.httpHost, port: config.schedule.httpPort },
-        routes(Date.now()),
+        routes(Date.now(), own === undefined),
         log,
-      ),
+      );
+      if (main === undefined || own === undefined || !streamCallbacks.on) return main;
+      let callbacks: RunningHttpServer | undefined;
+      try {
+        callbacks = await listen(own, streamCallbacks.routes, log, CALLBACK_LISTENER_KEYS);
+      } catch (error) {
+        await main.close();
+        throw error;
+      }
+      return {
+        ...main,
+        callbacksUrl: callbacks?.url,
+        close: async () => {
+          await Promise.all([main.close(), callbacks?.close()]);
+        },
+      };
+    },
   };
 
-  function routes(startedAtMs: number): HttpRoute[] {
+  function routes(startedAtMs: number, withCallbacks: boolean): HttpRoute[] {
     return [
       createHealthzRoute(
         createHealthCheck({
@@ -137,16 +154,36 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
           await databaseNow(),
         ),
       ),
-      ...(streamCallbacks.on ? streamCallbacks.routes : []),
+      ...(streamCallbacks.on && withCallbacks ? streamCallbacks.routes : []),
     ];
   }
 }
+
+/** The settings a listener's address comes from, for the message when it cannot listen. */
+interface ListenerKeys {
+  readonly host: string;
+  readonly port: string;
+  readonly serves: string;
+}
+
+const MAIN_LISTENER_KEYS: ListenerKeys = {
+  host: 'TELESYNC_HTTP_HOST',
+  port: 'TELESYNC_HTTP_PORT',
+  serves: '/healthz, /metrics and callbacks',
+};
+
+const CALLBACK_LISTENER_KEYS: ListenerKeys = {
+  host: 'TELESYNC_CALLBACK_HOST',
+  port: 'TELESYNC_CALLBACK_PORT',
+  serves: 'stream callbacks',
+};
 
 /** The HTTP server, or undefined when the port is 0; a port in use is a configuration problem. */
 export async function listen(
   settings: HttpSettings,
   routes: readonly HttpRoute[],
   log: Logger,
+  keys: ListenerKeys = MAIN_LISTENER_KEYS,
 ): Promise<RunningHttpServer | undefined> {
   const { host, port } = settings;
   if (port === 0) return undefined;
@@ -157,10 +194,10 @@ export async function listen(
     const portProblem = code === 'EADDRINUSE' || code === 'EACCES';
     throw new ConfigError([
       {
-        key: portProblem ? 'TELESYNC_HTTP_PORT' : 'TELESYNC_HTTP_HOST',
+        key: portProblem ? keys.port : keys.host,
         message:
-          `cannot listen on ${host}:${port} for /healthz, /metrics and callbacks (${code ?? describeError(error)}); ` +
-          `choose ${portProblem ? 'a free port' : 'an address of this host'}, or set TELESYNC_HTTP_PORT=0 to serve none`,
+          `cannot listen on ${host}:${port} for ${keys.serves} (${code ?? describeError(error)}); ` +
+          `choose ${portProblem ? 'a free port' : 'an address of this host'}, or ${keys === MAIN_LISTENER_KEYS ? 'set TELESYNC_HTTP_PORT=0 to serve none' : 'unset TELESYNC_CALLBACK_PORT to serve them on TELESYNC_HTTP_PORT'}`,
       },
     ]);
   }

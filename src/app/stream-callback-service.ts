@@ -3,7 +3,7 @@ import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
 import type { Database } from '../db/connect.js';
 import { insertStreamEvent } from '../db/repositories/stream-events-repository.js';
 import type { HttpRoute } from '../http/http-route.js';
-import { streamCallbackUrl } from '../http/http-settings.js';
+import { streamCallbackUrl, type HttpSettings } from '../http/http-settings.js';
 import {
   createStreamCallbackRoutes,
   STREAM_CALLBACK_VERDICTS,
@@ -26,6 +26,8 @@ export type StreamCallbackService =
       readonly path: string;
       /** GET and POST of the route. */
       readonly routes: readonly HttpRoute[];
+      /** Their own listener (TELESYNC_CALLBACK_HOST/PORT); undefined: the main HTTP server. */
+      readonly listen: HttpSettings | undefined;
     }
   | {
       readonly on: false;
@@ -80,5 +82,11 @@ export function createStreamCallbackService(
     onVerdict: (verdict) => metrics.recordStreamCallback(verdict),
     log,
   });
-  return { on: true, callbackUrl, path: config.callbacks.path, routes };
+  return {
+    on: true,
+    callbackUrl,
+    path: config.callbacks.path,
+    routes,
+    listen: config.callbacks.listen,
+  };
 }

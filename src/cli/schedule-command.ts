@@ -146,7 +146,7 @@ async function runEveryStreamOnce(
 /** What the command prints once it runs: the plan, the accounts, the endpoints. */
 function describeSchedule(
   app: Pick<SchedulerApp, 'plan' | 'settings' | 'accountIds' | 'scheduler' | 'streamCallbacks'>,
-  server: Pick<RunningHttpServer, 'url'> | undefined,
+  server: Pick<RunningHttpServer, 'url' | 'callbacksUrl'> | undefined,
 ): string[] {
   const { plan, accountIds, scheduler } = app;
   const width = Math.max(...plan.scheduled.map((entry) => entry.cron.length));
@@ -172,7 +172,7 @@ function describeSchedule(
   const callbacks = app.streamCallbacks;
   lines.push(
     callbacks.on && server !== undefined
-      ? `Stream callbacks: ${callbacks.callbackUrl} (served at ${server.url}${callbacks.path})`
+      ? `Stream callbacks: ${callbacks.callbackUrl} (served at ${server.callbacksUrl ?? server.url}${callbacks.path})`
       : `Stream callbacks off: ${callbacks.on ? 'no HTTP server' : callbacks.reason}.`,
   );
   lines.push('Stop with SIGTERM or Ctrl-C.');

@@ -268,7 +268,8 @@ const RESERVED_PATHS = ['/', '/healthz', '/metrics'];
 /**
  * Where the service reaches telesync for stream callbacks: TELESYNC_PUBLIC_URL (an absolute http(s)
  * URL, kept as written but for trailing slashes, since the service signs the very text it calls)
- * and TELESYNC_STREAM_CALLBACK_PATH.
+ * and TELESYNC_STREAM_CALLBACK_PATH; their own listener when TELESYNC_CALLBACK_PORT is set (on
+ * TELESYNC_CALLBACK_HOST, default that of TELESYNC_HTTP_HOST's default).
  */
 export function readStreamCallbackSettings(reader: EnvReader): StreamCallbackSettings {
   const raw = reader.optionalString('TELESYNC_PUBLIC_URL');
@@ -292,7 +293,19 @@ export function readStreamCallbackSettings(reader: EnvReader): StreamCallbackSet
       `"${path}" is not a free path such as ${CONFIG_DEFAULTS.streamCallbackPath} (segments of letters, digits, ".", "_", "~", "-"; not ${RESERVED_PATHS.join(', ')})`,
     );
   }
-  return { publicUrl, path };
+  const callbackPort = reader.optionalString('TELESYNC_CALLBACK_PORT');
+  const callbackHost = reader.optionalString('TELESYNC_CALLBACK_HOST');
+  let listen: StreamCallbackSettings['listen'];
+  if (callbackPort !== undefined) {
+    const port = reader.integerIn('TELESYNC_CALLBACK_PORT', 0, 1, 65_535);
+    if (port !== 0) listen = { host: callbackHost ?? CONFIG_DEFAULTS.httpHost, port };
+  } else if (callbackHost !== undefined) {
+    reader.problem(
+      'TELESYNC_CALLBACK_HOST',
+      "is set without TELESYNC_CALLBACK_PORT; set the port of the callbacks' own listener too, or unset both to serve callbacks on TELESYNC_HTTP_PORT",
+    );
+  }
+  return listen === undefined ? { publicUrl, path } : { publicUrl, path, listen };
 }
 
 /** The text with any `user:password@` hidden: a value that is refused is still echoed back. */

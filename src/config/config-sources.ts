@@ -74,6 +74,8 @@ const FILE_KEYS: Readonly<Record<string, string>> = {
   'schedule.health_max_age_minutes': 'TELESYNC_HEALTH_MAX_AGE_MINUTES',
   'http.public_url': 'TELESYNC_PUBLIC_URL',
   'http.stream_callback_path': 'TELESYNC_STREAM_CALLBACK_PATH',
+  'http.callback_host': 'TELESYNC_CALLBACK_HOST',
+  'http.callback_port': 'TELESYNC_CALLBACK_PORT',
   'schedule.horizon_alarm_days': 'TELESYNC_HORIZON_ALARM_DAYS',
   ...Object.fromEntries(
     STREAM_NAMES.map((stream) => [`schedule.${stream}`, scheduleVariable(stream)]),

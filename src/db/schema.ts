@@ -324,6 +324,7 @@ export interface Tables {
   rejected_records: RejectedRecordsTable;
   stream_events: StreamEventsTable;
   stream_events_daily: StreamEventsDailyView;
+  stream_callback_nonces: StreamCallbackNoncesTable;
 }
 
 export type TrunkCallRow = Insertable<TrunkCallsTable>;
@@ -352,6 +353,17 @@ export interface StreamEventsTable {
   delivery_key: string;
   raw: Json;
   received_at: Defaulted<Timestamp>;
+  /** Migration 0008: a field carried U+0000, stored escaped. */
+  nul_escaped: Defaulted<boolean>;
+}
+
+/** Nonces of accepted stream callbacks, kept for the replay window (migration 0008). */
+export interface StreamCallbackNoncesTable {
+  nonce: string;
+  account_id: string;
+  signature: string;
+  accepted_until: Timestamp;
+  accepted_at: Defaulted<Timestamp>;
 }
 
 /** View: stream events per UTC day, account, event and status. */

@@ -16,6 +16,6 @@ export interface HttpRoute {
   readonly method: 'GET' | 'POST';
   /** The exact path, without the query string, e.g. `/healthz`. */
   readonly path: string;
-  /** Throwing answers 500 with the error's message (and logs it). */
+  /** Throwing answers 500 with a body that says nothing of the error (which is logged). */
   answer(request: IncomingMessage): Promise<HttpAnswer>;
 }

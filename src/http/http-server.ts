@@ -11,12 +11,42 @@ export interface HttpServerOptions {
   /** What the server answers; any other method or path is 404. */
   readonly routes: readonly HttpRoute[];
   readonly log: Logger;
+  /** Default HTTP_SERVER_LIMITS. */
+  readonly limits?: HttpServerLimits;
 }
+
+/** What one client can hold of the server: time to send a request, connections at once. */
+export interface HttpServerLimits {
+  /** Time to receive a request's headers (slow-loris senders are cut off). */
+  readonly headersTimeoutMs: number;
+  /** Time to receive a whole request, body included. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /** Connections open at once; more are refused until some close. */
+  readonly maxConnections: number;
+}
+
+/**
+ * Generous for a scraper, a probe or the service's callbacks (a few hundred bytes each), short
+ * enough that a client cannot hold the server's connections or memory for long.
+ */
+export const HTTP_SERVER_LIMITS: HttpServerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 15_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 256,
+};
 
 export interface RunningHttpServer {
   /** e.g. http://127.0.0.1:9464 */
   readonly url: string;
   readonly port: number;
+  /**
+   * Where the stream callbacks are served when a listener of their own serves them (its base URL,
+   * e.g. http://0.0.0.0:9465); undefined when this server serves them, if any.
+   */
+  readonly callbacksUrl?: string;
   /** Stops listening and closes open connections (keep-alive ones included). */
   close(): Promise<void>;
 }
@@ -26,9 +56,21 @@ export interface RunningHttpServer {
  * listen error (EADDRINUSE, EACCES) as is.
  */
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
-  const server = createServer((request, response) => {
-    void serve(options, request, response);
-  });
+  const limits = options.limits ?? HTTP_SERVER_LIMITS;
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // How often the two timeouts above are checked (Node's default, 30 s, would let a slow
+      // client hold its connection that much longer).
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 2)),
+    },
+    (request, response) => {
+      void serve(options, request, response);
+    },
+  );
+  server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -62,10 +104,11 @@ async function serve(
     );
   } catch (error) {
     options.log.error({ err: coerceError(error), path }, `${path}: ${describeError(error)}`);
+    // The cause stays in the log: its text may name tables, hosts or queries.
     send(response, {
       status: 500,
       contentType: 'application/json',
-      body: `${JSON.stringify({ error: describeError(error) })}\n`,
+      body: `${JSON.stringify({ error: 'internal error', message: 'see the server log' })}\n`,
     });
   }
 }

@@ -22,6 +22,11 @@ export interface StreamCallbackSettings {
   readonly publicUrl: string | undefined;
   /** The route's path on the HTTP server (TELESYNC_STREAM_CALLBACK_PATH), e.g. `/callbacks/stream`. */
   readonly path: string;
+  /**
+   * A listener of their own for the callbacks (TELESYNC_CALLBACK_HOST, TELESYNC_CALLBACK_PORT), so
+   * that only they face the service's side; undefined: served by the main HTTP server.
+   */
+  readonly listen?: HttpSettings;
 }
 
 /**

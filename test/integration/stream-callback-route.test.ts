@@ -336,7 +336,7 @@ describe('the stream callback route of schedule', () => {
     }).toEqual({ stored: 1, forged: 3, replayed: 1, stale: 1, unsigned: 1 });
   });
 
-  it('answers a signed but malformed callback 400, a JSON body 415 and an oversized one 413, storing nothing', async () => {
+  it('answers a signed but malformed callback 400, a text body 415 and an oversized one 413, storing nothing', async () => {
     const count = await eventCount();
     const malformed = await send(
       signed('POST', { Event: 'StartStream', StreamID: 'bad-1', Timestamp: 'yesterday' }),
@@ -345,15 +345,25 @@ describe('the stream callback route of schedule', () => {
     expect(malformed.body.message).toContain('CallUUID is missing');
     expect(malformed.body.message).toContain('Timestamp must be a date-time');
 
-    const json = await fetch(`${server.url}/callbacks/stream`, {
+    const plain = signed('POST', event('text-1', 'StartStream'));
+    const text = await fetch(`${server.url}/callbacks/stream`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(event('json-1', 'StartStream')),
+      headers: {
+        'content-type': 'text/plain',
+        'X-Plivo-Signature-V3': plain.signature!,
+        'X-Plivo-Signature-V3-Nonce': plain.nonce,
+      },
+      body: new URLSearchParams(event('text-1', 'StartStream')).toString(),
     });
-    expect(json.status).toBe(415);
+    expect(text.status).toBe(415);
     const huge = await fetch(`${server.url}/callbacks/stream`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        // Of the right shape, so that the size is what refuses it.
+        'X-Plivo-Signature-V3': `${'A'.repeat(43)}=`,
+        'X-Plivo-Signature-V3-Nonce': 'nonce-huge',
+      },
       body: `Event=StartStream&Padding=${'x'.repeat(200_000)}`,
     });
     expect(huge.status).toBe(413);
@@ -381,6 +391,135 @@ describe('the stream callback route of schedule', () => {
     ).toBe(0);
     expect(
       samples.filter((sample) => sample.name === 'telesync_stream_callbacks_total').length,
-    ).toBe(12);
+    ).toBe(14);
+  });
+
+  it('stores a signed JSON object body like a form', async () => {
+    const fields = event('json-1', 'StartStream');
+    const delivery = signed('POST', fields);
+    const response = await fetch(`${server.url}/callbacks/stream`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'X-Plivo-Signature-V3': delivery.signature!,
+        'X-Plivo-Signature-V3-Nonce': delivery.nonce,
+      },
+      body: JSON.stringify(fields),
+    });
+    expect(response.status).toBe(200);
+    expect(await storedEvents('json-1')).toEqual([
+      {
+        account_id: ONE.authId,
+        event: 'StartStream',
+        stream_status: 'connected',
+        error: null,
+        raw: fields,
+      },
+    ]);
+  });
+
+  it('stores callbacks named like Object.prototype and with U+0000, escaped and said so', async () => {
+    const before = await callbackMetrics();
+    const odd = await send(
+      signed('POST', {
+        ...event('proto-1', 'StartStream'),
+        constructor: '1',
+        toString: '2',
+        hasOwnProperty: '3',
+      }),
+    );
+    expect(odd.status).toBe(200);
+    const nul = await send(
+      signed('POST', { ...event('nul-1', 'DroppedStream'), Error: 'closed\0by peer', 'X\0': 'v' }),
+    );
+    expect(nul.status).toBe(200);
+    const rows = await handle.database.db
+      .selectFrom('stream_events')
+      .select(['stream_id', 'error', 'raw', 'nul_escaped'])
+      .where('stream_id', 'in', ['proto-1', 'nul-1'])
+      .orderBy('id')
+      .execute();
+    expect(rows).toEqual([
+      {
+        stream_id: 'proto-1',
+        error: null,
+        raw: expect.objectContaining({
+          constructor: '1',
+          toString: '2',
+          hasOwnProperty: '3',
+        }) as unknown,
+        nul_escaped: false,
+      },
+      {
+        stream_id: 'nul-1',
+        error: 'closed\\u0000by peer',
+        raw: expect.objectContaining({ 'X\\u0000': 'v' }) as unknown,
+        nul_escaped: true,
+      },
+    ]);
+    const after = await callbackMetrics();
+    expect((after['accepted/stored'] ?? 0) - (before['accepted/stored'] ?? 0)).toBe(2);
+  });
+
+  it('refuses a callback accepted before by another receiver on the same database (a restart, another instance)', async () => {
+    const config = loadConfig({
+      TELESYNC_AUTH_ID: ONE.authId,
+      TELESYNC_AUTH_TOKEN: ONE.authToken,
+      TELESYNC_PUBLIC_URL: PUBLIC_URL,
+    });
+    const metrics = new SchedulerMetrics({ now: () => Date.now(), processMetrics: false });
+    const other = createStreamCallbackService({
+      config,
+      accounts: config.accounts,
+      database: handle.database,
+      log: createLogger({ level: 'silent', secrets: [], pretty: false }),
+      metrics,
+      serving: true,
+    });
+    if (!other.on) throw new Error(other.reason);
+    const second = await startHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      routes: [...other.routes, createMetricsRoute(() => metrics.render())],
+      log: createLogger({ level: 'silent', secrets: [], pretty: false }),
+    });
+    try {
+      const delivery = signed('POST', event('restart-1', 'StartStream'));
+      expect((await send(delivery)).status).toBe(200);
+      const form = new URLSearchParams(delivery.fields).toString();
+      const replay = await fetch(`${second.url}/callbacks/stream`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'X-Plivo-Signature-V3': delivery.signature!,
+          'X-Plivo-Signature-V3-Nonce': delivery.nonce,
+        },
+        body: form,
+      });
+      expect(replay.status).toBe(403);
+      expect(await replay.json()).toMatchObject({ error: 'replayed' });
+      // Same signature, other field boundaries (V3 joins name and value without a separator).
+      const { CallUUID, ...rest } = delivery.fields;
+      const resplit = new URLSearchParams({ ...rest, CallUUI: `D${CallUUID!}` }).toString();
+      const moved = await fetch(`${second.url}/callbacks/stream`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'X-Plivo-Signature-V3': delivery.signature!,
+          'X-Plivo-Signature-V3-Nonce': delivery.nonce,
+        },
+        body: resplit,
+      });
+      expect(moved.status).not.toBe(200);
+      expect(await storedEvents('restart-1')).toHaveLength(1);
+      const kept = await handle.database.db
+        .selectFrom('stream_callback_nonces')
+        .select(['account_id', 'signature'])
+        .where('nonce', '=', delivery.nonce)
+        .execute();
+      expect(kept).toEqual([{ account_id: ONE.authId, signature: delivery.signature }]);
+    } finally {
+      await second.close();
+    }
   });
 });

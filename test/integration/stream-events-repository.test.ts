@@ -222,6 +222,85 @@ describe('insertStreamEvent', () => {
   });
 });
 
+describe('the states of a stream, in the order of their events', () => {
+  const store = (input: StreamEventInput) =>
+    handle.database.db.transaction().execute((trx) => insertStreamEvent(trx, input));
+
+  it('a StartStream arriving after the DroppedStream that followed it: disconnected, not failed', async () => {
+    await callStream('late-1');
+    const dropped = await store(event('late-1', 'DroppedStream', '2026-01-06T10:05:00Z'));
+    expect(dropped).toMatchObject({ eventStatus: 'failed', streamStatus: 'failed' });
+    const started = await store(event('late-1', 'StartStream', '2026-01-06T10:00:00Z'));
+    expect(started).toMatchObject({ eventStatus: 'connected', streamStatus: 'disconnected' });
+    expect(await streamRow('late-1')).toEqual({
+      status: 'disconnected',
+      status_at: '2026-01-06T10:05:00.000000',
+    });
+    expect((await storedEvents('late-1')).map((row) => row.stream_status)).toEqual([
+      'disconnected',
+      'connected',
+    ]);
+  });
+
+  it('of two events in the same second, the later state wins whatever the order of arrival', async () => {
+    await callStream('same-1');
+    await store(event('same-1', 'StopStream', '2026-01-06T11:00:00Z'));
+    const started = await store(event('same-1', 'StartStream', '2026-01-06T11:00:00Z'));
+    expect(started.streamStatus).toBe('stopped');
+    expect(await streamRow('same-1')).toMatchObject({ status: 'stopped' });
+    // A row looked up later takes the same status from the trigger.
+    await store(event('same-2', 'StopStream', '2026-01-06T11:00:00Z'));
+    await store(event('same-2', 'StartStream', '2026-01-06T11:00:00Z'));
+    await callStream('same-2');
+    expect(await streamRow('same-2')).toMatchObject({ status: 'stopped' });
+  });
+
+  it('keeps started and timed_out, the states the spec names beyond the four events tell', async () => {
+    await callStream('six-1');
+    const started = await store({
+      ...event('six-1', 'StreamStatus', '2026-01-06T12:00:00Z'),
+      fields: { Status: 'started' },
+    });
+    expect(started).toMatchObject({ eventStatus: 'started', streamStatus: 'started' });
+    await store(event('six-1', 'StartStream', '2026-01-06T12:00:01Z'));
+    const timedOut = await store({
+      ...event('six-1', 'StopStream', '2026-01-06T12:10:01Z'),
+      fields: { Reason: 'stream_timeout' },
+    });
+    expect(timedOut).toMatchObject({ eventStatus: 'timed_out', streamStatus: 'timed_out' });
+    expect(await streamRow('six-1')).toMatchObject({ status: 'timed_out' });
+  });
+
+  it('keeps a nonce for its window: the same nonce again is a replay, stored nowhere', async () => {
+    const nonce = {
+      value: 'nonce-repo-1',
+      until: Date.now() * 1000 + 600_000_000,
+      signature: 'sig',
+    };
+    const first = await store({
+      ...event('nonce-1', 'StartStream', '2026-01-06T13:00:00Z'),
+      nonce,
+    });
+    expect(first).toMatchObject({ stored: true });
+    const again = await store({ ...event('nonce-1', 'StopStream', '2026-01-06T13:00:05Z'), nonce });
+    expect(again).toMatchObject({ stored: false, replayed: true });
+    expect(await storedEvents('nonce-1')).toHaveLength(1);
+    // A nonce whose window has passed is forgotten when the next one is kept.
+    const old = { value: 'nonce-repo-old', until: Date.now() * 1000 - 1_000_000, signature: 'sig' };
+    await store({ ...event('nonce-2', 'StartStream', '2026-01-06T13:01:00Z'), nonce: old });
+    await store({
+      ...event('nonce-3', 'StartStream', '2026-01-06T13:02:00Z'),
+      nonce: { ...nonce, value: 'nonce-repo-3' },
+    });
+    const kept = await handle.database.db
+      .selectFrom('stream_callback_nonces')
+      .select('nonce')
+      .orderBy('nonce')
+      .execute();
+    expect(kept.map((row) => row.nonce)).toEqual(['nonce-repo-1', 'nonce-repo-3']);
+  });
+});
+
 describe('stream_events_daily', () => {
   it('counts events per UTC day, event and status', async () => {
     const rows = await handle.database.db

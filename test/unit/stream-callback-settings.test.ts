@@ -83,3 +83,26 @@ describe('TELESYNC_PUBLIC_URL and TELESYNC_STREAM_CALLBACK_PATH', () => {
     },
   );
 });
+
+describe('TELESYNC_CALLBACK_HOST and TELESYNC_CALLBACK_PORT', () => {
+  it('give the callbacks a listener of their own; unset, the main one serves them', () => {
+    expect(loadConfig({}).callbacks.listen).toBeUndefined();
+    expect(loadConfig({ TELESYNC_CALLBACK_PORT: '9465' }).callbacks.listen).toEqual({
+      host: '127.0.0.1',
+      port: 9465,
+    });
+    expect(
+      loadConfig({ TELESYNC_CALLBACK_HOST: '0.0.0.0', TELESYNC_CALLBACK_PORT: '8080' }).callbacks
+        .listen,
+    ).toEqual({ host: '0.0.0.0', port: 8080 });
+  });
+
+  it('refuse a port out of range and a host without a port', () => {
+    expect(problemsOf({ TELESYNC_CALLBACK_PORT: '0' })).toEqual([
+      'TELESYNC_CALLBACK_PORT: "0" is not a whole number from 1 to 65535 (default 0)',
+    ]);
+    expect(problemsOf({ TELESYNC_CALLBACK_HOST: '0.0.0.0' })[0]).toContain(
+      'TELESYNC_CALLBACK_HOST: is set without TELESYNC_CALLBACK_PORT',
+    );
+  });
+});

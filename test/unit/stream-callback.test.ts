@@ -32,8 +32,47 @@ describe('parseStreamCallback', () => {
         error: null,
         fields: { ...FIELDS, Extra: 'kept' },
         deliveryKey: streamCallbackDeliveryKey({ ...FIELDS, Extra: 'kept' }),
+        nulEscaped: false,
       },
     });
+  });
+
+  it('takes any field name as a field, those of Object.prototype too', () => {
+    const names = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'];
+    const params = new URLSearchParams(FIELDS);
+    for (const name of names) params.append(name, `v-${name}`);
+    const parsed = parseStreamCallback(params);
+    expect(parsed.ok).toBe(true);
+    if (!parsed.ok) return;
+    expect(Object.keys(parsed.event.fields).sort()).toEqual(
+      [...Object.keys(FIELDS), ...names].sort(),
+    );
+    expect(JSON.parse(JSON.stringify(parsed.event.fields))).toMatchObject({
+      __proto__: 'v-__proto__',
+      constructor: 'v-constructor',
+    });
+    const twice = new URLSearchParams(FIELDS);
+    twice.append('constructor', '1');
+    twice.append('constructor', '2');
+    const refused = parseStreamCallback(twice);
+    expect(refused.ok || refused.problems).toEqual([
+      { field: 'constructor', reason: 'constructor is given 2 times' },
+    ]);
+  });
+
+  it('escapes U+0000 in a value or a name, says so, and keeps the key of the fields as received', () => {
+    const received = { ...FIELDS, Error: 'closed\0by peer', 'X\0Y': 'v\0' };
+    const parsed = parseStreamCallback(received);
+    expect(parsed.ok && parsed.event).toMatchObject({
+      error: 'closed\\u0000by peer',
+      nulEscaped: true,
+      deliveryKey: streamCallbackDeliveryKey(received),
+    });
+    expect(parsed.ok && parsed.event.fields).toMatchObject({ 'X\\u0000Y': 'v\\u0000' });
+    const texts = Object.entries(parsed.ok ? parsed.event.fields : {}).flat();
+    expect(texts.some((text) => text.includes('\0'))).toBe(false);
+    // An identifier with U+0000 is not escaped into another identifier: it is refused.
+    expect(parseStreamCallback({ ...FIELDS, StreamID: 'a\0b' }).ok).toBe(false);
   });
 
   it('reads a query string or a form body the same way', () => {
@@ -206,5 +245,15 @@ describe('streamStatusAfter', () => {
     ['Degraded', true, null],
   ] as const)('%s (connected before: %s) → %s', (event, connectedBefore, status) => {
     expect(streamStatusAfter(event, connectedBefore)).toBe(status);
+  });
+
+  it('keeps every state the spec names: started and timed out too', () => {
+    expect(streamStatusAfter('StreamStatus', false, { Status: 'started' })).toBe('started');
+    expect(streamStatusAfter('StopStream', true, { Status: 'Timed Out' })).toBe('timed_out');
+    expect(streamStatusAfter('StopStream', true, { Reason: 'stream_timeout' })).toBe('timed_out');
+    expect(streamStatusAfter('StopStream', true, { Error: 'stream timed out' })).toBe('timed_out');
+    expect(streamStatusAfter('StopStream', true, { Reason: 'api request' })).toBe('stopped');
+    expect(streamStatusAfter('DroppedStream', true, { Status: 'failed' })).toBe('disconnected');
+    expect(streamStatusAfter('StartStream', false, { Status: 'bogus' })).toBe('connected');
   });
 });

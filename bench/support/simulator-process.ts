@@ -9,8 +9,7 @@ import { readProcessCpuTicks } from './proc-stats.js';
  * The simulator of the service as its own process (`telesync simulate --port 0 …`), as users run
  * it, so that its CPU is not the benchmark's and the client talks to it over real sockets. Through
  * the `telesync` command, as telesync itself is measured: node with the command's young generation
- * (until stop 34 the benchmarks ran bin/telesync.js directly, with V8's default, and the simulator
- * spent a tenth of its CPU more on collecting garbage).
+ * (with V8's default the simulator spends a tenth more of its CPU collecting garbage).
  */
 
 export interface BenchAccount {

@@ -310,11 +310,10 @@ export function parseListBody(body: Uint8Array): ReceivedList {
 /**
  * A list response whose envelope is read and whose structure is checked (a truncated body is
  * retried by the transport), but whose records are decoded and parsed only when first asked for.
- * A page may wait between the two, for its turn behind the pages before it and behind a loader
- * with no room, longer than V8's young generation keeps objects: parsed on arrival, its records
- * outlived two scavenges, were copied to the old generation and died there, the largest part of a
- * fifty-account backfill's garbage collection (docs/scaling-history.md, stop 30). The body's bytes
- * wait instead, outside the JavaScript heap.
+ * A page may wait behind a loader with no room longer than V8's young generation keeps objects;
+ * parsed records would be copied to the old generation to die there, so the body's bytes wait
+ * instead, outside the JavaScript heap (docs/performance.md, "Pages not held through the loader's
+ * wait").
  */
 class ListBody implements ReceivedList {
   #records: readonly ReceivedRecord[] | undefined;

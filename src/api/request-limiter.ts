@@ -29,12 +29,9 @@ import { clampTimerMs } from '../util/sleep.js';
  * counts arrivals, not starts, and an arrival can lag its start (a new connection, the network,
  * scheduling on either side): with exact 1000/N spacing, a late first request and a prompt N+1-th
  * fall in one second about half the time. The allowance absorbs that lag at a cost of 4.8% of the
- * rate over a one-second window, 1.0% over five seconds. It was 15 ms (10 for arrivals), then 30
- * (25): each time, ten accounts at full rate on a busy 2-core machine made the simulator count 301
- * requests of one account in 5 s (benchmark 7). At stop 33 the simulator's arrival times showed
- * why: in the first second of a run, while telesync's code is still cold, requests reach the
- * socket up to 30 ms after their start (two of one account 0.9 ms apart, where starts are 16.8 ms
- * apart), and the 301st, 5 s later, goes out at once. 45 ms are left for that now.
+ * rate over a one-second window, 1.0% over five seconds. While telesync's code is cold a request can
+ * reach the socket up to 30 ms after its start, so 45 ms are left for arrivals (docs/performance.md,
+ * "The limiter's allowance").
  */
 const ARRIVAL_JITTER_ALLOWANCE_MS = 50;
 

@@ -31,8 +31,8 @@ export async function receiveRecords(
  * receiveRecords without the wait for the loader's room: the caller awaits `loader.room()` itself.
  * For the hot path of a backfill, whose pages must not be held while the loader makes room: V8
  * keeps an async function's parameters and locals across an await whether or not they are used
- * after it, so a page's parsed records held through the wait outlived two scavenges and were
- * copied to the old generation, to die there (docs/scaling-history.md, stop 30).
+ * after it, so a page's parsed records held through the wait would be copied to the old
+ * generation, to die there (docs/performance.md, "Pages not held through the loader's wait").
  */
 export function bufferRecords(
   context: RunContext,

@@ -272,9 +272,9 @@ export function formatTrunkCallRecord(
  * The JSON text of a record formatTrunkCallRecord made: the bytes JSON.stringify(record) writes, put
  * together field by field. Every text of such a record is drawn from ASCII that JSON writes as it
  * is (digits, hex, fixed names, times, amounts, and the account's auth ID, which the simulator's
- * options hold to letters, digits, "_" and "-"), so nothing needs escaping; JSON.stringify of a
- * page's records was a sixth of the simulator's time (docs/scaling-history.md). Records of any other
- * origin (added, malformed, in the real service's shape) go through JSON.stringify.
+ * options hold to letters, digits, "_" and "-"), so nothing needs escaping, and it costs a fifth
+ * less than JSON.stringify (docs/performance.md, "Pages as JSON text"). Records of any other origin
+ * (added, malformed, in the real service's shape) go through JSON.stringify.
  */
 export function trunkCallRecordJson(record: TrunkCallRecordWire): string {
   return (

@@ -5,6 +5,7 @@ import { nullableWireFields } from './0004-nullable-wire-fields.js';
 import { streamEvents } from './0005-stream-events.js';
 import { ledgerComments } from './0006-ledger-comments.js';
 import { loadWait } from './0007-load-wait.js';
+import { dayVerifications } from './0010-day-verifications.js';
 import type { SchemaMigration } from './migration-types.js';
 
 /**
@@ -19,4 +20,5 @@ export const MIGRATIONS: readonly SchemaMigration[] = [
   streamEvents,
   ledgerComments,
   loadWait,
+  dayVerifications,
 ];

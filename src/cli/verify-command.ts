@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import { createVerifyDependencies } from '../app/app-services.js';
-import { findVerifiedTotals } from '../db/repositories/day-verifications-repository.js';
+import {
+  findVerifiedTotals,
+  type VerificationSummary,
+} from '../db/repositories/day-verifications-repository.js';
 import type { SyncSession } from '../app/command-app.js';
 import { utcDayStart, type ComparedDay } from '../domain/verify-days.js';
 import {
@@ -14,6 +17,7 @@ import {
 import { HORIZON_DAYS, type TimeWindow } from '../sync/window-planner.js';
 import {
   epochMicrosFromMillis,
+  fixIsoText,
   formatIsoFixed,
   formatIsoMicros,
   MICROS_PER_DAY,
@@ -242,4 +246,30 @@ function report(context: CommandContext, outcome: AccountOutcome, json: boolean)
 function dayLine(day: AccountVerification['days'][number]): string {
   const difference = day.storedCount - day.serviceCount;
   return `${day.day}: service ${number.format(day.serviceCount)}, stored ${number.format(day.storedCount)}, difference ${difference > 0 ? '+' : ''}${number.format(difference)}`;
+}
+
+/**
+ * One line of what the last verification of an account found, for `status` and `state show`:
+ * `verified 2026-11-28T06:00:12Z: 91 days, 90 agree; differing: 2026-11-18`.
+ */
+export function formatVerificationLine(summary: VerificationSummary): string {
+  if (summary.lastVerifiedAt === null)
+    return 'not verified yet (telesync verify compares each day with the service)';
+  const days = summary.agree + summary.differs;
+  const differing =
+    summary.differs === 0
+      ? ''
+      : `; differing: ${summary.differingDays.join(', ')} (telesync verify --repair)`;
+  return `verified ${fixIsoText(summary.lastVerifiedAt) ?? summary.lastVerifiedAt}: ${number.format(days)} days, ${number.format(summary.agree)} agree${differing}`;
+}
+
+/** The same, for --json. */
+export function verificationJson(summary: VerificationSummary): Record<string, unknown> {
+  return {
+    account: summary.accountId,
+    last_verified_at: fixIsoText(summary.lastVerifiedAt),
+    days_agree: summary.agree,
+    days_differ: summary.differs,
+    differing_days: summary.differingDays,
+  };
 }

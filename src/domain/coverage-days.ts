@@ -1,5 +1,6 @@
 import { formatIsoMicros, MICROS_PER_DAY, type EpochMicros } from '../util/micros.js';
 import type { LedgerStatus } from './ledger-entry.js';
+import { comparedPart, type ComparedDay } from './verify-days.js';
 
 /**
  * The trunk-call ledger (sync_windows) seen one UTC day at a time: what the status page's coverage
@@ -60,7 +61,10 @@ export interface CoverageDay {
    * complete window fell wholly inside the day (wider slices count several days at once).
    */
   readonly serviceCount: number | null;
-  /** trunk_calls rows stored with an end_time in the day. */
+  /**
+   * trunk_calls rows stored with an end_time in the day; for a day counted from later than its
+   * midnight (countedParts), in the part counted.
+   */
   readonly storedRows: number;
   /** Complete, but fewer rows stored than the service counted: rows went missing since. */
   readonly missingRows: boolean;
@@ -144,6 +148,30 @@ function classifyDay(input: CoverageInput, start: EpochMicros, end: EpochMicros)
     serviceCount,
     missingRows: state === 'complete' && serviceCount !== null && storedRows < serviceCount,
   };
+}
+
+/**
+ * The days of the strip whose count starts after their midnight, and the part of each the count
+ * covers: the oldest day, counted from the 90-day cut-off as it was then. Rows stored from before
+ * that start are not the service's to count, so the page compares only the rows stored in the
+ * part (as `telesync verify` does, with comparedPart): a day counted before the cut-off moved is
+ * no false alarm.
+ */
+export function countedParts(windows: readonly CoverageWindow[], now: EpochMicros): ComparedDay[] {
+  const span = coverageSpan(now);
+  const parts: ComparedDay[] = [];
+  for (let start = span.start; start < span.end; start += MICROS_PER_DAY) {
+    const end = start + MICROS_PER_DAY;
+    const inside = windows.filter(
+      (window) => window.status === 'complete' && window.start >= start && window.end <= end,
+    );
+    if (inside.length === 0) continue;
+    const from = Math.min(...inside.map((window) => window.start));
+    if (from <= start) continue;
+    const part = comparedPart(start, from, now);
+    if (part !== undefined) parts.push(part);
+  }
+  return parts;
 }
 
 /**

@@ -61,6 +61,14 @@ export function planComparedDays(
   return days;
 }
 
+/**
+ * The first day (`YYYY-MM-DD`) whose verification still matters at `now`: the day holding the
+ * service's 90-day cut-off. Older days keep their last finding, but the service no longer serves them.
+ */
+export function retrievableSinceDay(now: EpochMicros): string {
+  return formatIsoMicros(utcDayStart(now - 90 * MICROS_PER_DAY)).slice(0, 10);
+}
+
 /** What one day's comparison found. */
 export interface DayComparison extends ComparedDay {
   /** The service's total_count for the day's compared part. */

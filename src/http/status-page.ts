@@ -34,6 +34,16 @@ export interface AccountView {
   readonly coverage: readonly CoverageDay[];
   /** The days of the strip the horizon alarm counts (`YYYY-MM-DD`). */
   readonly unreadNearHorizon: readonly string[];
+  /** What `telesync verify` last found; absent: never verified. */
+  readonly verification?: VerificationView;
+}
+
+/** The last verification of an account's days (day_verifications), as the strip marks it. */
+export interface VerificationView {
+  /** ISO text. */
+  readonly lastVerifiedAt: string;
+  /** The last finding of each verified day, by `YYYY-MM-DD`. */
+  readonly days: Readonly<Record<string, 'agree' | 'differs'>>;
 }
 
 /** Everything the page shows. */
@@ -75,12 +85,32 @@ const STATE_LABELS: Readonly<Record<CoverageState, string>> = {
  * failed), `missing` (complete, but fewer rows stored than the service counted) and `alarm`
  * (counted by the horizon alarm).
  */
-export function coverageCellClasses(day: CoverageDay, alarm: boolean): string[] {
+export function coverageCellClasses(
+  day: CoverageDay,
+  alarm: boolean,
+  verified?: 'agree' | 'differs',
+): string[] {
   const classes = ['day', day.state];
   if (day.failed) classes.push('failed');
   if (day.missingRows) classes.push('missing');
   if (alarm) classes.push('alarm');
+  // `verified`: telesync verify found the day in agreement; `verify-differs`: it did not.
+  if (verified === 'agree') classes.push('verified');
+  if (verified === 'differs') classes.push('verify-differs');
   return classes;
+}
+
+/** The line under the strip: when verify last ran, and the days it found differing, in red. */
+function renderVerification(verification: VerificationView | undefined): string {
+  if (verification === undefined)
+    return '<p class="verification muted">Not verified yet (<code>telesync verify</code>).</p>';
+  const results = Object.entries(verification.days);
+  const differing = results
+    .filter(([, result]) => result === 'differs')
+    .map(([day]) => day)
+    .sort();
+  const agree = results.length - differing.length;
+  return `<p class="verification">Verified ${time(verification.lastVerifiedAt)} (<code>telesync verify</code>): ${results.length} day(s), ${agree} agree${differing.length === 0 ? '' : `; <span class="bad">differing: ${differing.map(escapeHtml).join(', ')}</span>`}</p>`;
 }
 
 /** A duration in the largest two units that matter: `45 s`, `12 min`, `3 h 5 min`, `2 d 4 h`. */
@@ -174,8 +204,9 @@ function renderCoverage(account: AccountView, alarmDays: number): string {
   const alarm = new Set(account.unreadNearHorizon);
   const cells = account.coverage
     .map((day) => {
-      const classes = coverageCellClasses(day, alarm.has(day.day));
-      const title = `${day.day}: ${STATE_LABELS[day.state]}${day.failed ? ' (a window failed)' : ''} · service ${day.serviceCount ?? '?'} · stored ${day.storedRows}`;
+      const verified = account.verification?.days[day.day];
+      const classes = coverageCellClasses(day, alarm.has(day.day), verified);
+      const title = `${day.day}: ${STATE_LABELS[day.state]}${day.failed ? ' (a window failed)' : ''} · service ${day.serviceCount ?? '?'} · stored ${day.storedRows}${verified === undefined ? '' : ` · verify: ${verified}`}`;
       return `<span class="${classes.join(' ')}" data-day="${escapeHtml(day.day)}" title="${escapeHtml(title)}"></span>`;
     })
     .join('');
@@ -197,6 +228,7 @@ function renderCoverage(account: AccountView, alarmDays: number): string {
     .join('');
   return `<h3>trunk_calls coverage, last ${account.coverage.length} UTC days (sync_windows)</h3>
 <div class="strip" aria-label="coverage by day, oldest first">${cells}</div>
+${renderVerification(account.verification)}
 <p class="legend">${legend}<span class="key"><span class="day complete missing"></span>rows missing</span>${alarmDays > 0 ? `<span class="key"><span class="day unread alarm"></span>horizon alarm (${escapeHtml(alarmDays)} days)</span>` : ''}</p>
 <details>
 <summary>Per day: the service's count beside the rows stored (${differing === 0 ? 'all counted days agree' : `${differing} counted day(s) differ`}; ${service} counted, ${stored} stored on those days)</summary>
@@ -225,7 +257,7 @@ th{font-weight:600;background:#f5f6f8}
 .day{display:inline-block;width:9px;height:22px;border-radius:2px;background:#d0d4dc;flex:none}
 .day.complete{background:#2da44e}.day.incomplete{background:#d29922}.day.failed{background:#cf222e}
 .day.unread{background:#d0d4dc}.day.beyond{background:repeating-linear-gradient(45deg,#eee,#eee 2px,#bbb 2px,#bbb 4px)}
-.day.missing{box-shadow:inset 0 -6px 0 #cf222e}.day.alarm{outline:2px solid #cf222e;outline-offset:1px}
+.day.missing{box-shadow:inset 0 -6px 0 #cf222e}.day.verified{box-shadow:inset 0 3px 0 #0b5394}.day.verify-differs{background:#cf222e}.day.alarm{outline:2px solid #cf222e;outline-offset:1px}
 .legend .key{margin-right:1rem;white-space:nowrap}.legend .day{height:10px;margin-right:.3rem;vertical-align:middle}
 .alarm-box{border:2px solid #cf222e;background:#fff5f5;padding:.2rem 1rem;border-radius:4px}
 tr.differs td{background:#fff5f5}

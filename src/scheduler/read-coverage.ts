@@ -1,10 +1,12 @@
 import {
   findCoverageWindows,
   findStoredRowsByDay,
+  findStoredRowsInParts,
   findTrackedFrom,
 } from '../db/repositories/coverage-repository.js';
 import type { Tables } from '../db/schema.js';
 import {
+  countedParts,
   coverageSpan,
   planCoverageDays,
   unreadNearHorizon,
@@ -51,12 +53,25 @@ export async function readCoverage(
       ? findStoredRowsByDay(db, accountIds, span.start, span.end)
       : Promise.resolve(new Map<string, Map<string, number>>()),
   ]);
+  // The oldest day's count starts at the cut-off as it was: only the rows in that part compare.
+  const storedByDay = new Map<string, ReadonlyMap<string, number>>();
+  if (options.storedRows)
+    for (const accountId of accountIds) {
+      const parts = countedParts(windows.get(accountId) ?? [], now);
+      const whole = stored.get(accountId) ?? new Map<string, number>();
+      storedByDay.set(
+        accountId,
+        parts.length === 0
+          ? whole
+          : new Map([...whole, ...(await findStoredRowsInParts(db, accountId, parts))]),
+      );
+    }
   return accountIds.map((accountId) => ({
     accountId,
     horizonStart: horizon,
     days: planCoverageDays({
       windows: windows.get(accountId) ?? [],
-      storedRowsByDay: stored.get(accountId) ?? new Map(),
+      storedRowsByDay: storedByDay.get(accountId) ?? new Map(),
       trackedFrom: trackedFrom.get(accountId) ?? null,
       now,
       horizonStart: horizon,

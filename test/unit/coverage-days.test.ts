@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   COVERAGE_DAYS,
+  countedParts,
   planCoverageDays,
   unreadNearHorizon,
   type CoverageInput,
@@ -117,6 +118,31 @@ describe('planCoverageDays', () => {
     expect(days.get('2025-05-24')?.tracked).toBe(false);
     expect(days.get('2025-05-25')?.tracked).toBe(true);
     expect(days.get('2025-05-31')?.tracked).toBe(true);
+  });
+});
+
+describe('countedParts', () => {
+  it('gives the part of a day its count covers when the count starts after midnight, and no other day', () => {
+    const parts = countedParts(
+      [
+        // The oldest day, counted from the cut-off as it was then (an hour older than now's).
+        window('2025-03-03T11:10:00Z', 'complete', 120, '2025-03-04'),
+        window('2025-03-04', 'complete', 100),
+        // Hourly slices from midnight: the whole day is counted.
+        window('2025-03-05', 'complete', 4, '2025-03-05T01:00:00Z'),
+        window('2025-03-05T01:00:00Z', 'complete', 6, '2025-03-05T02:00:00Z'),
+        // Not complete: nothing counted.
+        window('2025-03-06T05:00:00Z', 'failed', null, '2025-03-07'),
+      ],
+      NOW,
+    );
+    expect(parts).toEqual([
+      {
+        day: '2025-03-03',
+        start: toEpochMicros('2025-03-03T11:10:00Z'),
+        end: toEpochMicros('2025-03-04T00:00:00Z'),
+      },
+    ]);
   });
 });
 

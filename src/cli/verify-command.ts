@@ -9,6 +9,7 @@ import { utcDayStart, type ComparedDay } from '../domain/verify-days.js';
 import {
   planVerifyDays,
   repairOutcome,
+  retrievableRange,
   verifyTrunkCalls,
   type AccountVerification,
   type RepairOutcome,
@@ -73,7 +74,7 @@ export function verifyRange(options: VerifyOptions, now: EpochMicros): TimeWindo
   }
   if (options.from === undefined) {
     if (options.to !== undefined) throw new UsageError('--to needs --from');
-    return { start: now - HORIZON_DAYS * MICROS_PER_DAY, end: now };
+    return retrievableRange(now);
   }
   const start = parseUserInstant(options.from, '--from');
   const end = options.to === undefined ? now : parseUserInstant(options.to, '--to');

@@ -19,10 +19,16 @@ import {
 import { describeError } from '../util/coerce-error.js';
 import type { Logger } from '../util/logger.js';
 import { mapConcurrently } from '../util/map-concurrently.js';
-import type { EpochMicros } from '../util/micros.js';
+import { MICROS_PER_DAY, type EpochMicros } from '../util/micros.js';
 import { windowFilters } from './streams/read-trunk-call-window.js';
 import type { SyncSettings } from './sync-settings.js';
-import { horizonStart, plannerSettings, settledEnd, type TimeWindow } from './window-planner.js';
+import {
+  HORIZON_DAYS,
+  horizonStart,
+  plannerSettings,
+  settledEnd,
+  type TimeWindow,
+} from './window-planner.js';
 
 /**
  * `telesync verify`: for each UTC day of an account, the service's count of the calls that ended
@@ -68,6 +74,11 @@ export function planVerifyDays(
   settings: SyncSettings,
 ): ComparedDay[] {
   return planComparedDays(range, horizonStart(now), settledEnd(now, plannerSettings(settings)));
+}
+
+/** Everything the service still counts at `now`: the last 90 days (cut by planVerifyDays). */
+export function retrievableRange(now: EpochMicros): TimeWindow {
+  return { start: now - HORIZON_DAYS * MICROS_PER_DAY, end: now };
 }
 
 /**

@@ -5,7 +5,11 @@ import { epochMicrosFromMillis, type EpochMicros } from '../../src/util/micros.j
 import { useCliFixture } from '../support/cli-fixture.js';
 import { jsonLines, lastJson } from '../support/command-output.js';
 import { testAccounts, writeAccountsConfig } from '../support/many-accounts.js';
-import { runTelesync } from '../support/run-telesync.js';
+import { runTelesync, startTelesync } from '../support/run-telesync.js';
+import { freePort, waitFor } from '../support/telesync-process.js';
+import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
+import { STREAM_NAMES } from '../../src/domain/streams.js';
+import { scheduleVariable } from '../../src/config/config-defaults.js';
 import type { CliDatabase } from '../support/test-database.js';
 import { clearOfUtcMidnight } from '../support/utc-days.js';
 
@@ -270,6 +274,69 @@ describe('telesync verify after a 90-day backfill', () => {
     } finally {
       cli.service.setFaults({});
     }
+  });
+  it('shows the findings in status and state show', async () => {
+    const status = await runTelesync(['status', '--json'], cli.env);
+    expect(status.code, status.stderr).toBe(0);
+    expect(lastJson(status.stdout).verifications).toEqual([
+      expect.objectContaining({ account: ACCOUNT.authId, days_agree: 91, days_differ: 0 }),
+    ]);
+    const text = await runTelesync(['status'], cli.env);
+    expect(text.stdout).toMatch(/trunk_calls verified \S+Z: 91 days, 91 agree\n/);
+    const state = await runTelesync(['state', 'show', 'trunk_calls'], cli.env);
+    expect(state.code, state.stderr).toBe(0);
+    expect(state.stdout).toMatch(/ {15}verified \S+Z: 91 days, 91 agree/);
+  });
+
+  it('runs on its own cron under schedule: the page marks the days, /metrics counts them', async () => {
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const before = Date.now();
+    const scheduler = startTelesync(
+      ['schedule'],
+      cli.envWith({
+        ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+        // Not within the test: only verify ticks.
+        [scheduleVariable('trunk_calls')]: '0 0 1 1 *',
+        TELESYNC_SCHEDULE_SECONDS: 'on',
+        TELESYNC_VERIFY_CRON: '*/2 * * * * *',
+        TELESYNC_HTTP_PORT: String(port),
+      }),
+      { timeoutMs: 120_000 },
+    );
+    try {
+      await scheduler.waitForStdout(/^Metrics: /m, 30_000);
+      expect(scheduler.stdout()).toContain('verify       */2 * * * * *');
+      const day = dayAgo(7);
+      await deleteRowsOfDay(cli.database, day, 1);
+      const metrics = await waitFor(
+        async () => {
+          const samples = parsePrometheusText(await (await fetch(`${origin}/metrics`)).text());
+          const last = sumOf(samples, 'telesync_verify_last_timestamp_seconds', {
+            account: ACCOUNT.authId,
+          });
+          const differs = sumOf(samples, 'telesync_verify_days', {
+            account: ACCOUNT.authId,
+            result: 'differs',
+          });
+          return last * 1000 > before && differs === 1 ? samples : undefined;
+        },
+        { timeoutMs: 30_000, what: 'a scheduled verify that finds the tampered day' },
+      );
+      expect(
+        sumOf(metrics, 'telesync_verify_days', { account: ACCOUNT.authId, result: 'agree' }),
+      ).toBe(90);
+      const html = await (await fetch(`${origin}/`)).text();
+      expect(html).toMatch(new RegExp(`class="day [a-z ]*verify-differs" data-day="${day}"`));
+      expect(html).toMatch(new RegExp(`class="day complete verified" data-day="${dayAgo(8)}"`));
+      expect(html).toContain(`<span class="bad">differing: ${day}</span>`);
+    } finally {
+      scheduler.kill('SIGTERM');
+      const ended = await scheduler.exited;
+      expect(ended.code, ended.stderr).toBe(0);
+    }
+    const repair = await runTelesync(['verify', '--repair'], cli.env);
+    expect(repair.code, repair.stdout).toBe(0);
   });
 });
 

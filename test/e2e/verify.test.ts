@@ -387,3 +387,56 @@ describe('telesync verify of two accounts', () => {
     expect(many.stderr).toContain('--days "400" must be a whole number from 1 to 91');
   });
 });
+
+describe('a call that ends exactly on a UTC midnight', () => {
+  const BOUNDARY = { authId: 'MA_E2E_MIDNIGHT', authToken: 'tok_e2e_midnight_secret' };
+  const cli = useCliFixture({
+    service: () =>
+      startSimulator({ seed: 'e2e-midnight', calls: 600, accounts: [BOUNDARY], now: heldClock() }),
+    account: BOUNDARY,
+    // Every sync reaches back over the boundary, so both windows beside it are probed.
+    env: { TELESYNC_LOOKBACK_HOURS: '48' },
+  });
+
+  it('is stored once, never quarantined; every window adds up, verify agrees, a second sync only probes', async () => {
+    await clearOfUtcMidnight(5 * 60_000);
+    const midnight = `${dayAgo(1)}T00:00:00.000000Z`;
+    const call = cli.service.addCall({ endTime: midnight });
+    const backfill = await runTelesync(['backfill', '--days', '5', '--json'], cli.env);
+    expect(backfill.code, backfill.stderr).toBe(0);
+    expect(lastJson(backfill.stdout)).toMatchObject({ records_rejected: 0 });
+
+    const { stored, rejected, windows } = await cli.database.inspect(async ({ db }) => ({
+      stored: await db
+        .selectFrom('trunk_calls')
+        .select(['call_uuid', 'end_time'])
+        .where('call_uuid', '=', String(call.call_uuid))
+        .execute(),
+      rejected: await db.selectFrom('rejected_records').select('reason').execute(),
+      windows: await db
+        .selectFrom('sync_windows')
+        .select(['slot_start', 'status', 'total_count', 'rows_stored'])
+        .orderBy('slot_start')
+        .execute(),
+    }));
+    expect(stored).toEqual([{ call_uuid: call.call_uuid, end_time: `${dayAgo(1)}T00:00:00Z` }]);
+    expect(rejected).toEqual([]);
+    expect(windows.length).toBeGreaterThanOrEqual(5);
+    expect(
+      windows.filter((w) => w.status !== 'complete' || w.total_count !== w.rows_stored),
+    ).toEqual([]);
+
+    const verify = await runTelesync(['verify', '--days', '5', '--json'], cli.env);
+    expect(verify.code, verify.stdout).toBe(0);
+
+    const first = await runTelesync(['sync', 'trunk_calls', '--json'], cli.env);
+    expect(first.code, first.stderr).toBe(0);
+    const second = await runTelesync(['sync', 'trunk_calls', '--json'], cli.env);
+    expect(second.code, second.stderr).toBe(0);
+    const run = lastJson(second.stdout);
+    expect(run).toMatchObject({ status: 'succeeded', records_fetched: 0, records_rejected: 0 });
+    // The windows on both sides of the midnight, and today's: one count each, no page.
+    expect(Number(run.windows_planned)).toBeGreaterThanOrEqual(3);
+    expect(run.requests).toBe(run.windows_planned);
+  });
+});

@@ -104,9 +104,9 @@ async function runVerify(context: CommandContext, options: VerifyOptions): Promi
     let exit: ExitCode = EXIT.OK;
     for (const outcome of outcomes) {
       report(context, outcome, options.json === true);
-      if (outcome.verification.status !== 'verified') exit = EXIT.FAILED;
-      else if (outcome.verification.days.some((day) => day.result === 'differs'))
-        exit = EXIT.FAILED;
+      const { status, days: found } = outcome.verification;
+      const differs = found.some((day) => day.result === 'differs');
+      if (status !== 'verified' || differs || outcome.repairErrors.length > 0) exit = EXIT.FAILED;
     }
     return exit;
   });

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { DayComparison, VerifyResult } from '../../domain/verify-days.js';
-import { formatIsoMicros, type EpochMicros } from '../../util/micros.js';
+import { formatIsoMicros, toEpochMicros, type EpochMicros } from '../../util/micros.js';
 import type { Tables } from '../schema.js';
 
 /**
@@ -149,7 +149,10 @@ export async function findVerificationSummaries(
   return accountIds.map((accountId) => {
     const mine = rows.filter((row) => row.account_id === accountId);
     const last = mine.reduce<string | null>(
-      (latest, row) => (latest === null || row.verified_at > latest ? row.verified_at : latest),
+      (latest, row) =>
+        latest === null || toEpochMicros(row.verified_at) > toEpochMicros(latest)
+          ? row.verified_at
+          : latest,
       null,
     );
     const differing = mine.filter((row) => row.result === 'differs').map((row) => row.day);

@@ -7,6 +7,7 @@ import { ledgerComments } from './0006-ledger-comments.js';
 import { loadWait } from './0007-load-wait.js';
 import { streamCallbackNonces } from './0008-stream-callback-nonces.js';
 import { billedDurationFallback } from './0009-billed-duration-fallback.js';
+import { dayVerifications } from './0010-day-verifications.js';
 import type { SchemaMigration } from './migration-types.js';
 
 /**
@@ -23,4 +24,5 @@ export const MIGRATIONS: readonly SchemaMigration[] = [
   loadWait,
   streamCallbackNonces,
   billedDurationFallback,
+  dayVerifications,
 ];

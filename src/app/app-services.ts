@@ -8,6 +8,8 @@ import { pendingMigrations } from '../db/migrate.js';
 import { loadLanesFor } from '../load/batch-loader.js';
 import { LoadGate } from '../load/load-gate.js';
 import type { SyncDependencies } from '../sync/run-stream.js';
+import type { VerifyDependencies } from '../sync/verify-trunk-calls.js';
+import { epochMicrosFromMillis } from '../util/micros.js';
 import { describeError } from '../util/coerce-error.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { heldBackNote, RepeatFilter } from '../util/repeat-filter.js';
@@ -166,6 +168,21 @@ export function createSyncDependencies(
     loadLanes: loadLanesFor(runsAtOnce, config.sync.loadConnections),
     loadGate: LoadGate.forBatches(config.sync.loadConnections, config.sync.batchSize),
     secrets: configSecrets(config),
+  };
+}
+
+/** What `telesync verify` needs, from the configuration: count requests go as pages would. */
+export function createVerifyDependencies(
+  config: TelesyncConfig,
+  database: Database,
+  log: Logger,
+): VerifyDependencies {
+  return {
+    database,
+    settings: config.sync,
+    log,
+    requestConcurrency: config.api.concurrency,
+    clock: () => epochMicrosFromMillis(Date.now()),
   };
 }
 

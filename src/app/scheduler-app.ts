@@ -5,7 +5,8 @@ import { openDatabase } from '../db/connect.js';
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { RunningHttpServer } from '../http/http-server.js';
 import { planSchedule, type SchedulePlan } from '../scheduler/schedule-plan.js';
-import type { ScheduleSettings } from '../scheduler/schedule-settings.js';
+import { SCHEDULE_OFF, type ScheduleSettings } from '../scheduler/schedule-settings.js';
+import { createVerifySchedule } from '../scheduler/verify-schedule.js';
 import { createScheduler, type Scheduler } from '../scheduler/scheduler.js';
 import { runStream } from '../sync/run-stream.js';
 import type { Logger } from '../util/logger.js';
@@ -14,6 +15,7 @@ import {
   createAppLogger,
   createConnectionWarner,
   createSyncDependencies,
+  createVerifyDependencies,
   databasePoolSize,
   requireMigrated,
   selectAccounts,
@@ -122,7 +124,7 @@ export async function openSchedulerApp(
     processMetrics: options.processMetrics,
   });
   const { metrics, streamCallbacks } = served;
-  const scheduler = createScheduler({
+  const streamScheduler = createScheduler({
     streams: plan.scheduled,
     timezone: config.schedule.timezone,
     accountIds,
@@ -139,6 +141,35 @@ export async function openSchedulerApp(
     log,
     now: () => Date.now(),
   });
+
+  const verifyCron = config.schedule.verifyCron;
+  const verifySchedule =
+    verifyCron === SCHEDULE_OFF
+      ? undefined
+      : createVerifySchedule({
+          cron: verifyCron,
+          timezone: config.schedule.timezone,
+          clients,
+          accountConcurrency: config.accountConcurrency,
+          deps: createVerifyDependencies(config, database, log),
+          metrics,
+          log,
+        });
+  // The streams' ticks and verify's own, started and stopped together.
+  const scheduler: Scheduler = {
+    ...streamScheduler,
+    start() {
+      streamScheduler.start();
+      verifySchedule?.start();
+    },
+    async stop(timeoutMs) {
+      const [outcome] = await Promise.all([
+        streamScheduler.stop(timeoutMs),
+        verifySchedule?.stop(timeoutMs),
+      ]);
+      return outcome;
+    },
+  };
 
   let server: RunningHttpServer | undefined;
   return {

@@ -1,6 +1,9 @@
 import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
 import type { Database } from '../db/connect.js';
 import { findWatermarks } from '../db/repositories/health-repository.js';
+import { findVerificationSummaries } from '../db/repositories/day-verifications-repository.js';
+import { retrievableSinceDay } from '../domain/verify-days.js';
+import { epochMicrosFromMillis } from '../util/micros.js';
 import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import { ConfigError } from '../config/config-errors.js';
 import { createHealthzRoute } from '../http/healthz-route.js';
@@ -84,6 +87,16 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
         readHorizonUnread(),
         HEALTH_DATABASE_TIMEOUT_MS,
         'the query of the window ledger',
+      ),
+    readVerifications: async () =>
+      withTimeout(
+        findVerificationSummaries(
+          database.db,
+          accountIds,
+          retrievableSinceDay(epochMicrosFromMillis(await databaseNow())),
+        ),
+        HEALTH_DATABASE_TIMEOUT_MS,
+        'the query of the verifications',
       ),
     onCollectError: (error) =>
       log.warn({ err: error }, `/metrics: a gauge was not read: ${describeError(error)}`),

@@ -11,7 +11,8 @@ import type { TelesyncConfig } from '../config/config-types.js';
 import { openDatabase } from '../db/connect.js';
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { RunningHttpServer } from '../http/http-server.js';
-import { handleAccountJob } from '../jobs/job-handlers.js';
+import { handleAccountJob, handleVerifyJob } from '../jobs/job-handlers.js';
+import { SCHEDULE_OFF } from '../scheduler/schedule-settings.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { FairShare } from '../jobs/fair-share.js';
@@ -25,6 +26,7 @@ import {
   createAppLogger,
   createConnectionWarner,
   createSyncDependencies,
+  createVerifyDependencies,
   databasePoolSize,
   requireMigrated,
   selectAccounts,
@@ -117,7 +119,14 @@ export async function openWorkerApp(
       supervise: true,
       onError: (error) => warnConnection('job queue (it reconnects by itself)', error),
     });
-    await queue.keepSchedules(plan.scheduled, config.schedule.timezone, accountIds);
+    const verify = config.schedule.verifyCron;
+    await queue.keepSchedules(
+      verify === SCHEDULE_OFF
+        ? plan.scheduled
+        : [...plan.scheduled, { stream: 'verify', cron: verify }],
+      config.schedule.timezone,
+      accountIds,
+    );
   } catch (error) {
     await closeServices();
     throw error;
@@ -149,6 +158,7 @@ export async function openWorkerApp(
   );
 
   const deps = createSyncDependencies(config, database, log, concurrency);
+  const verifyDeps = createVerifyDependencies(config, database, log);
   const clientOf = new Map(clients.map((client) => [client.authId, client]));
   const streams = STREAM_NAMES.filter((stream) =>
     plan.scheduled.some((entry) => entry.stream === stream),
@@ -187,6 +197,14 @@ export async function openWorkerApp(
             await jobs.fail(
               taken,
               `account ${taken.job.accountId} is not configured on this worker`,
+            );
+            return;
+          }
+          if (taken.job.kind === 'verify') {
+            const verified = await handleVerifyJob(verifyDeps, client, jobs, taken);
+            log.info(
+              { job: taken.id, account: verified.accountId, status: verified.status },
+              `verify job: ${verified.days.filter((day) => day.result === 'differs').length} day(s) differ`,
             );
             return;
           }

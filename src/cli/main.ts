@@ -17,6 +17,7 @@ import { registerStateCommand } from './state-command.js';
 import { registerStatusCommand } from './status-command.js';
 import { registerStreamCommand } from './stream-command.js';
 import { registerSyncCommand } from './sync-command.js';
+import { registerVerifyCommand } from './verify-command.js';
 import { registerWorkerCommand } from './worker-command.js';
 import { registerSimulateCommand } from './simulate-command.js';
 import { writeNotice } from './notice.js';
@@ -42,6 +43,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
   registerWorkerCommand(program, context);
   registerStatusCommand(program, context);
   registerStateCommand(program, context);
+  registerVerifyCommand(program, context);
   registerLookupCommand(program, context);
   registerStreamCommand(program, context);
   registerDemoCommand(program, context);

@@ -4,6 +4,7 @@ import { CONFIG_DEFAULTS, scheduleVariable } from '../config/config-defaults.js'
 import type { RunningHttpServer } from '../http/http-server.js';
 import { longestTickGapMinutes } from '../scheduler/schedule-plan.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
+import { SCHEDULE_OFF } from '../scheduler/schedule-settings.js';
 import { STREAM_NAMES } from '../domain/streams.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
@@ -160,6 +161,11 @@ function describeSchedule(
     }),
   ];
   if (plan.off.length > 0) lines.push(`  off: ${plan.off.join(', ')}`);
+  lines.push(
+    app.settings.verifyCron === SCHEDULE_OFF
+      ? '  verify       off (TELESYNC_VERIFY_CRON)'
+      : `  verify       ${app.settings.verifyCron} (every account's 90 days against the service: telesync verify)`,
+  );
   if (server === undefined) {
     lines.push('HTTP server off (TELESYNC_HTTP_PORT=0): no /healthz, no /metrics.');
   } else {

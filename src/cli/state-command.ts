@@ -11,7 +11,10 @@ import {
   type StateResetOutcome,
   type StreamState,
 } from '../sync/stream-state.js';
-import { fixIsoText, formatIsoMicros } from '../util/micros.js';
+import { epochMicrosFromMillis, fixIsoText, formatIsoMicros } from '../util/micros.js';
+import { findVerificationSummaries } from '../db/repositories/day-verifications-repository.js';
+import { retrievableSinceDay } from '../domain/verify-days.js';
+import { formatVerificationLine, verificationJson } from './verify-command.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { INSTANT_FORMS, parseUserInstant } from './user-input.js';
@@ -102,8 +105,20 @@ async function runStateShow(
     for (const accountId of accounts) {
       for (const name of streams) states.push(await findStreamState(database, accountId, name));
     }
+    const verifications = streams.includes('trunk_calls')
+      ? await findVerificationSummaries(
+          database.db,
+          accounts,
+          retrievableSinceDay(epochMicrosFromMillis(Date.now())),
+        )
+      : [];
     if (options.json === true) {
-      context.io.out(JSON.stringify({ streams: states.map(stateJson) }));
+      context.io.out(
+        JSON.stringify({
+          streams: states.map(stateJson),
+          verifications: verifications.map(verificationJson),
+        }),
+      );
       return EXIT.OK;
     }
     if (accounts.length === 0) {
@@ -112,8 +127,12 @@ async function runStateShow(
     }
     for (const accountId of accounts) {
       context.io.out(`account ${accountId}`);
-      for (const state of states.filter((candidate) => candidate.accountId === accountId))
+      for (const state of states.filter((candidate) => candidate.accountId === accountId)) {
         context.io.out(formatState(state));
+        const verification = verifications.find((summary) => summary.accountId === accountId);
+        if (state.stream === 'trunk_calls' && verification !== undefined)
+          context.io.out(`${' '.repeat(15)}${formatVerificationLine(verification)}`);
+      }
     }
     return EXIT.OK;
   });

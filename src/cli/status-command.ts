@@ -16,6 +16,9 @@ import {
 import { runAgeSeconds, watermarkLagSeconds, wholeSeconds } from '../domain/freshness.js';
 import { heldByDatabaseMs } from '../domain/load-wait.js';
 import { STREAM_NAMES } from '../domain/streams.js';
+import { retrievableSinceDay } from '../domain/verify-days.js';
+import { findVerificationSummaries } from '../db/repositories/day-verifications-repository.js';
+import { formatVerificationLine, verificationJson } from './verify-command.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatDuration } from './progress-reporter.js';
@@ -56,6 +59,11 @@ async function runStatus(context: CommandContext, json: boolean): Promise<ExitCo
     // The database's clock: runs are timed by it (sync_runs), whichever machine ran them.
     const now = await pingDatabase(database);
     const queue = await readQueueStatus(database, accounts);
+    const verifications = await findVerificationSummaries(
+      database.db,
+      accounts,
+      retrievableSinceDay(epochMicrosFromMillis(now)),
+    );
     if (json) {
       context.io.out(
         JSON.stringify({
@@ -63,6 +71,7 @@ async function runStatus(context: CommandContext, json: boolean): Promise<ExitCo
           schema: database.schema,
           generated_at: formatIsoFixed(epochMicrosFromMillis(now)),
           streams: statuses.map((status) => statusJson(status, now)),
+          verifications: verifications.map(verificationJson),
           ...(queue === undefined ? {} : { queue }),
         }),
       );
@@ -81,6 +90,9 @@ async function runStatus(context: CommandContext, json: boolean): Promise<ExitCo
           now,
         ),
       );
+      const verification = verifications.find((summary) => summary.accountId === accountId);
+      if (verification !== undefined)
+        context.io.out(`trunk_calls ${formatVerificationLine(verification)}`);
     }
     if (queue !== undefined) {
       context.io.out(`\njob queue (workers): ${queue.workers.length} live`);

@@ -242,9 +242,21 @@ export function readScheduleConfig(reader: EnvReader): ScheduleConfig {
     }
     crons[stream] = cron;
   }
+  const verifyCron = reader.string('TELESYNC_VERIFY_CRON', D.verifyCron);
+  const verifyProblem =
+    verifyCron === SCHEDULE_OFF
+      ? undefined
+      : (checkCronExpression(verifyCron, { allowSeconds: seconds === 'on' }) ??
+        (isValidCron(verifyCron) ? undefined : 'node-cron cannot read it'));
+  if (verifyProblem !== undefined)
+    reader.problem(
+      'TELESYNC_VERIFY_CRON',
+      `"${verifyCron}" is not a cron expression such as "${D.verifyCron}" (minute hour day month weekday), or "off": ${verifyProblem}`,
+    );
   return {
     timezone,
     crons,
+    verifyCron,
     httpHost: reader.string('TELESYNC_HTTP_HOST', D.httpHost),
     httpPort: reader.integerIn('TELESYNC_HTTP_PORT', D.httpPort, 0, 65_535),
     shutdownTimeoutSeconds: reader.integerIn(

@@ -43,6 +43,8 @@ export const CONFIG_DEFAULTS = {
   healthMaxAgeMinutes: 180,
   streamCallbackPath: DEFAULT_STREAM_CALLBACK_PATH,
   horizonAlarmDays: 7,
+  /** Daily, once the night's syncs and the deep re-check of yesterday are done. */
+  verifyCron: '0 6 * * *',
   crons: {
     trunk_calls: '*/15 * * * *',
     endpoints: '0 * * * *',

@@ -287,6 +287,22 @@ export interface SyncWindowsTable {
   updated_at: Defaulted<Timestamp>;
 }
 
+/** What `telesync verify` last found for one account and UTC day (see docs/schema.md). */
+export interface DayVerificationsTable {
+  account_id: string;
+  /** `YYYY-MM-DD`. */
+  day: string;
+  range_start: Timestamp;
+  range_end: Timestamp;
+  verified_at: Timestamp;
+  service_count: number;
+  stored_count: number;
+  stored_amount: Decimal;
+  /** Seconds (bigint; read as a number, see type-parsers). */
+  billed_seconds: number;
+  result: 'agree' | 'differs';
+}
+
 export interface RejectedRecordsTable {
   id: Generated<number>;
   account_id: string;
@@ -322,6 +338,7 @@ export interface Tables {
   sync_runs: SyncRunsTable;
   sync_windows: SyncWindowsTable;
   rejected_records: RejectedRecordsTable;
+  day_verifications: DayVerificationsTable;
   stream_events: StreamEventsTable;
   stream_events_daily: StreamEventsDailyView;
   stream_callback_nonces: StreamCallbackNoncesTable;

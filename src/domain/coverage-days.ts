@@ -1,5 +1,6 @@
 import { formatIsoMicros, MICROS_PER_DAY, type EpochMicros } from '../util/micros.js';
 import type { LedgerStatus } from './ledger-entry.js';
+import { comparedPart, type ComparedDay } from './verify-days.js';
 
 /**
  * The trunk-call ledger (sync_windows) seen one UTC day at a time: what the status page's coverage
@@ -60,7 +61,10 @@ export interface CoverageDay {
    * complete window fell wholly inside the day (wider slices count several days at once).
    */
   readonly serviceCount: number | null;
-  /** trunk_calls rows stored with an end_time in the day. */
+  /**
+   * trunk_calls rows stored with an end_time in the day; for a day counted from later than its
+   * midnight (countedParts), in the part counted.
+   */
   readonly storedRows: number;
   /**
    * The service's count covers the whole UTC day. False when it covers only part of it: the day
@@ -178,22 +182,27 @@ export function countsDiffer(
 }
 
 /**
- * The part of the UTC day `[dayStart, dayEnd)` a count can be taken of and compared over at a
- * given moment: from the later of the day's start and the service's cut-off (`cutOff`, the
- * horizon) to the earlier of its end and `until` (now minus the settle lag). Undefined when
- * nothing of the day is in reach. A count over this span is compared with the rows stored in the
- * same span; the rows stored from before the cut-off are not an error.
+ * The days of the strip whose count starts after their midnight, and the part of each the count
+ * covers: the oldest day, counted from the 90-day cut-off as it was then. Rows stored from before
+ * that start are not the service's to count, so the page compares only the rows stored in the
+ * part (as `telesync verify` does, with comparedPart): a day counted before the cut-off moved is
+ * no false alarm.
  */
-export function comparableSpan(
-  dayStart: EpochMicros,
-  dayEnd: EpochMicros,
-  cutOff: EpochMicros,
-  until: EpochMicros,
-): { start: EpochMicros; end: EpochMicros; wholeDay: boolean } | undefined {
-  const start = Math.max(dayStart, cutOff);
-  const end = Math.min(dayEnd, until);
-  if (end <= start) return undefined;
-  return { start, end, wholeDay: start === dayStart && end === dayEnd };
+export function countedParts(windows: readonly CoverageWindow[], now: EpochMicros): ComparedDay[] {
+  const span = coverageSpan(now);
+  const parts: ComparedDay[] = [];
+  for (let start = span.start; start < span.end; start += MICROS_PER_DAY) {
+    const end = start + MICROS_PER_DAY;
+    const inside = windows.filter(
+      (window) => window.status === 'complete' && window.start >= start && window.end <= end,
+    );
+    if (inside.length === 0) continue;
+    const from = Math.min(...inside.map((window) => window.start));
+    if (from <= start) continue;
+    const part = comparedPart(start, from, now);
+    if (part !== undefined) parts.push(part);
+  }
+  return parts;
 }
 
 /**

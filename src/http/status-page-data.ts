@@ -5,8 +5,13 @@ import type { Tables } from '../db/schema.js';
 import { watermarkLagSeconds } from '../domain/freshness.js';
 import { horizonUnread, readCoverage } from '../scheduler/read-coverage.js';
 import { horizonStart } from '../sync/window-planner.js';
-import { epochMicrosFromMillis, formatIsoMicros } from '../util/micros.js';
-import type { StatusPageView } from './status-page.js';
+import { epochMicrosFromMillis, formatIsoMicros, toEpochMicros } from '../util/micros.js';
+import type { StatusPageView, VerificationView } from './status-page.js';
+import {
+  findDayVerifications,
+  type DayVerification,
+} from '../db/repositories/day-verifications-repository.js';
+import { retrievableSinceDay } from '../domain/verify-days.js';
 
 /** Runs listed per stream on the status page. */
 export const STATUS_PAGE_RUNS = 5;
@@ -31,11 +36,12 @@ export async function readStatusPage(
 ): Promise<StatusPageView> {
   const { db, accountIds } = source;
   const streams = source.schedule.map((entry) => entry.stream);
-  const [watermarks, runs, rejects, coverage] = await Promise.all([
+  const [watermarks, runs, rejects, coverage, verified] = await Promise.all([
     findWatermarks(db, accountIds),
     findRecentRuns(db, accountIds, streams, STATUS_PAGE_RUNS),
     findRejectSummaries(db, accountIds),
     readCoverage(db, accountIds, nowMs, { storedRows: true }),
+    findDayVerifications(db, accountIds, retrievableSinceDay(epochMicrosFromMillis(nowMs))),
   ]);
   const key = (accountId: string, stream: string) => `${accountId}\u0000${stream}`;
   const watermarkOf = new Map(watermarks.map((row) => [key(row.accountId, row.stream), row]));
@@ -53,6 +59,7 @@ export async function readStatusPage(
       coverage: account.days,
       billedByDay: account.billedByDay,
       unreadNearHorizon: unread.get(account.accountId) ?? [],
+      ...verificationView(verified.get(account.accountId)),
       streams: source.schedule.map(({ stream, cron }) => {
         const watermark = watermarkOf.get(key(account.accountId, stream))?.watermark ?? null;
         const rejected = rejectsOf.get(key(account.accountId, stream));
@@ -67,5 +74,22 @@ export async function readStatusPage(
         };
       }),
     })),
+  };
+}
+
+/** The page's view of an account's verified days; nothing when none was verified. */
+function verificationView(days: ReadonlyMap<string, DayVerification> | undefined): {
+  verification?: VerificationView;
+} {
+  if (days === undefined || days.size === 0) return {};
+  const all = [...days.values()];
+  const last = all.reduce((latest, day) =>
+    toEpochMicros(day.verifiedAt) > toEpochMicros(latest.verifiedAt) ? day : latest,
+  );
+  return {
+    verification: {
+      lastVerifiedAt: last.verifiedAt,
+      days: Object.fromEntries(all.map((day) => [day.day, day.result])),
+    },
   };
 }

@@ -50,6 +50,16 @@ export interface AccountView {
   readonly billedByDay: ReadonlyMap<string, string>;
   /** The days of the strip the horizon alarm counts (`YYYY-MM-DD`). */
   readonly unreadNearHorizon: readonly string[];
+  /** What `telesync verify` last found; absent: never verified. */
+  readonly verification?: VerificationView;
+}
+
+/** The last verification of an account's days (day_verifications), as the strip marks it. */
+export interface VerificationView {
+  /** ISO text. */
+  readonly lastVerifiedAt: string;
+  /** The last finding of each verified day, by `YYYY-MM-DD`. */
+  readonly days: Readonly<Record<string, 'agree' | 'differs'>>;
 }
 
 /** Everything the page shows. */
@@ -78,12 +88,32 @@ const STATE_LABELS: Readonly<Record<CoverageState, string>> = {
  * failed), `missing` (complete, but fewer rows stored than the service counted) and `alarm`
  * (counted by the horizon alarm). One class per mark, so more marks can be added beside them.
  */
-export function coverageCellClasses(day: CoverageDay, alarm: boolean): string[] {
+export function coverageCellClasses(
+  day: CoverageDay,
+  alarm: boolean,
+  verified?: 'agree' | 'differs',
+): string[] {
   const classes = ['day', day.state];
   if (day.failed) classes.push('failed');
   if (day.missingRows) classes.push('missing');
   if (alarm) classes.push('alarm');
+  // `verified`: telesync verify found the day in agreement; `verify-differs`: it did not.
+  if (verified === 'agree') classes.push('verified');
+  if (verified === 'differs') classes.push('verify-differs');
   return classes;
+}
+
+/** The line under the strip: when verify last ran, and the days it found differing, in red. */
+function renderVerification(verification: VerificationView | undefined): string {
+  if (verification === undefined)
+    return '<p class="verification muted">Not verified yet (<code>telesync verify</code>).</p>';
+  const results = Object.entries(verification.days);
+  const differing = results
+    .filter(([, result]) => result === 'differs')
+    .map(([day]) => day)
+    .sort();
+  const agree = results.length - differing.length;
+  return `<p class="verification">Verified ${time(verification.lastVerifiedAt)} (<code>telesync verify</code>): ${plural(results.length, 'day', 'days')}, ${formatCount(agree)} agree${differing.length === 0 ? '' : `; <span class="bad">differing: ${differing.map(escapeHtml).join(', ')}</span>`}</p>`;
 }
 
 /** The status page as a complete HTML document; every value from the database is escaped. */
@@ -253,8 +283,9 @@ function renderDays(account: AccountView, alarmDays: number): string {
   }));
   const cells = account.coverage
     .map((day) => {
-      const classes = coverageCellClasses(day, alarm.has(day.day));
-      const title = `${day.day}: ${STATE_LABELS[day.state]}${day.failed ? ' (a window failed)' : ''} · service ${day.serviceCount === null ? '?' : formatCount(day.serviceCount)} · stored ${formatCount(day.storedRows)}`;
+      const verified = account.verification?.days[day.day];
+      const classes = coverageCellClasses(day, alarm.has(day.day), verified);
+      const title = `${day.day}: ${STATE_LABELS[day.state]}${day.failed ? ' (a window failed)' : ''} · service ${day.serviceCount === null ? '?' : formatCount(day.serviceCount)} · stored ${formatCount(day.storedRows)}${verified === undefined ? '' : ` · verify: ${verified}`}`;
       return `<span class="${classes.join(' ')}" data-day="${escapeHtml(day.day)}" title="${escapeHtml(title)}"></span>`;
     })
     .join('');
@@ -299,6 +330,7 @@ function renderDays(account: AccountView, alarmDays: number): string {
 <div class="chart">${renderDayChart(chart, `calls and billed amount per day, account ${account.accountId}`)}</div>
 <div class="strip" style="padding-left:${CHART_LEFT + 1}px" aria-label="coverage by day, oldest first">${cells}</div>
 <div class="strip-axis">${labels}</div>
+${renderVerification(account.verification)}
 <p class="legend">${legend}<span class="key"><span class="day complete missing"></span>rows missing</span>${alarmDays > 0 ? `<span class="key"><span class="day unread alarm"></span>horizon alarm</span>` : ''}</p>
 <details class="per-day">
 <summary>Per day, newest first: the service's count beside the rows stored, and the billed amount</summary>
@@ -343,7 +375,7 @@ th{font-weight:600;background:#f5f6f8}td.num{text-align:right;font-variant-numer
 .strip .day{width:${CHART_DAY_STEP - 2}px}
 .day.complete{background:#2da44e}.day.incomplete{background:#d29922}.day.failed{background:#cf222e}
 .day.unread{background:#d0d4dc}.day.beyond{background:repeating-linear-gradient(45deg,#eee,#eee 2px,#bbb 2px,#bbb 4px)}
-.day.missing{box-shadow:inset 0 -6px 0 #cf222e}.day.alarm{outline:2px solid #cf222e;outline-offset:1px}
+.day.missing{box-shadow:inset 0 -6px 0 #cf222e}.day.verified{box-shadow:inset 0 3px 0 #0b5394}.day.verify-differs{background:#cf222e}.day.alarm{outline:2px solid #cf222e;outline-offset:1px}
 .strip-axis{position:relative;height:1.2rem;font-size:11px;color:#3d4554}
 .strip-axis .label{position:absolute;top:.15rem;transform:translateX(-50%);white-space:nowrap}
 .legend{color:#3d4554}.legend .key{margin-right:1rem;white-space:nowrap}.legend .day{height:10px;margin-right:.3rem;vertical-align:middle}

@@ -1,6 +1,13 @@
 import type { TelephonyClient } from '../api/telephony-client.js';
 import { runStream, type SyncDependencies, type SyncResult } from '../sync/run-stream.js';
 import { toEpochMicros } from '../util/micros.js';
+import {
+  planVerifyDays,
+  retrievableRange,
+  verifyTrunkCalls,
+  type AccountVerification,
+  type VerifyDependencies,
+} from '../sync/verify-trunk-calls.js';
 import type { AccountJob, JobQueue, TakenJob } from './job-queue.js';
 
 /** How a job ended, for the worker's log and counters. */
@@ -46,12 +53,33 @@ export async function handleAccountJob(
   return { outcome: 'failed', result };
 }
 
+/**
+ * A verify job: every day of the account the service still counts. A day that differs is a
+ * finding (kept in day_verifications, shown by status and /metrics), not a failure of the job;
+ * a verify that could not run (the service, the database, another verify of the account) fails
+ * it, and it is retried.
+ */
+export async function handleVerifyJob(
+  deps: VerifyDependencies,
+  client: TelephonyClient,
+  queue: JobQueue,
+  taken: TakenJob,
+): Promise<AccountVerification> {
+  const now = deps.clock();
+  const days = planVerifyDays(now, retrievableRange(now), deps.settings);
+  const verification = await verifyTrunkCalls(deps, client, days);
+  if (verification.status === 'verified') await queue.complete(taken);
+  else await queue.fail(taken, verification.error ?? verification.status);
+  return verification;
+}
+
 function runJob(
   deps: SyncDependencies,
   client: TelephonyClient,
   job: AccountJob,
   signal: AbortSignal,
 ): Promise<SyncResult> {
+  if (job.kind === 'verify') throw new Error('a verify job is handled by handleVerifyJob');
   if (job.kind === 'sync') {
     return runStream(deps, client, {
       stream: job.stream,

@@ -17,7 +17,9 @@ export type AccountJob =
       readonly end: string;
       /** The backfill this window belongs to (the `--queue` command that enqueued it). */
       readonly backfillId: string;
-    };
+    }
+  /** `telesync verify` of the account's whole retrievable range (TELESYNC_VERIFY_CRON). */
+  | { readonly kind: 'verify'; readonly accountId: string };
 
 /** A job taken from the queue, with what settling it needs. */
 export interface TakenJob {
@@ -56,7 +58,7 @@ export interface JobQueue {
    * tick enqueues a sync job of that stream for every account `onTick` returns.
    */
   keepSchedules(
-    schedules: readonly { readonly stream: StreamName; readonly cron: string }[],
+    schedules: readonly { readonly stream: StreamName | 'verify'; readonly cron: string }[],
     timezone: string,
     accountIds: readonly string[],
   ): Promise<void>;

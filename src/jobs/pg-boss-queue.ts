@@ -42,7 +42,7 @@ export function accountQueueName(accountId: string): string {
 }
 
 /** The queue of the cron ticks of one stream (pg-boss keeps one schedule per queue). */
-function tickQueueName(stream: StreamName): string {
+function tickQueueName(stream: StreamName | 'verify'): string {
   return `telesync-tick-${stream}`;
 }
 
@@ -191,14 +191,18 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
         workerIds.push(
           await boss.work(name, { batchSize: 1 }, async () => {
             await queue.enqueue(
-              accountIds.map((accountId) => ({ kind: 'sync', accountId, stream }) as const),
+              accountIds.map((accountId): AccountJob =>
+                stream === 'verify'
+                  ? { kind: 'verify', accountId }
+                  : { kind: 'sync', accountId, stream },
+              ),
             );
           }),
         );
       }
       // A stream turned "off" since: its schedule goes, so stopping it in the config stops it.
       const kept = new Set(schedules.map((schedule) => schedule.stream));
-      for (const stream of STREAM_NAMES) {
+      for (const stream of [...STREAM_NAMES, 'verify' as const]) {
         if (!kept.has(stream) && (await boss.getQueue(tickQueueName(stream))) !== null) {
           await boss.unschedule(tickQueueName(stream));
         }

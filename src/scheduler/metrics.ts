@@ -4,6 +4,7 @@ import type { SyncResult } from '../sync/run-stream.js';
 import { coerceError } from '../util/coerce-error.js';
 import type { WatermarkRow } from '../db/repositories/health-repository.js';
 import type { HorizonUnread } from './read-coverage.js';
+import type { VerificationSummary } from '../db/repositories/day-verifications-repository.js';
 
 /** Why a tick did not run: the previous run of its stream was still going, or it came too late. */
 export type MissedTickReason = 'overlap' | 'missed';
@@ -29,6 +30,8 @@ export interface SchedulerMetricsOptions {
    * empty.
    */
   readonly readHorizonUnread?: () => Promise<readonly HorizonUnread[]>;
+  /** Reads the last verifications (telesync verify) on each scrape; without it those gauges stay empty. */
+  readonly readVerifications?: () => Promise<readonly VerificationSummary[]>;
   /** Told when a gauge read from the database could not be read (the scrape answers without it). */
   readonly onCollectError?: (error: Error) => void;
 }
@@ -143,7 +146,45 @@ export class SchedulerMetrics {
       labelNames: ['outcome', 'reason'],
       registers,
     });
-    const { readWatermarks, readHorizonUnread, now, onCollectError } = options;
+    const { readWatermarks, readHorizonUnread, readVerifications, now, onCollectError } = options;
+    const verifyDays: Gauge<'account' | 'result'> = new Gauge({
+      name: 'telesync_verify_days',
+      help: 'trunk_calls days of the last 90 by what telesync verify last found (day_verifications): agree, or differs (the service count and the rows stored differ). Alert on result="differs" > 0.',
+      labelNames: ['account', 'result'],
+      registers,
+      async collect() {
+        if (readVerifications === undefined) return;
+        verifyDays.reset();
+        try {
+          for (const summary of await readVerifications()) {
+            verifyDays.set({ account: summary.accountId, result: 'agree' }, summary.agree);
+            verifyDays.set({ account: summary.accountId, result: 'differs' }, summary.differs);
+          }
+        } catch (error) {
+          onCollectError?.(coerceError(error));
+        }
+      },
+    });
+    const lastVerified: Gauge<'account'> = new Gauge({
+      name: 'telesync_verify_last_timestamp_seconds',
+      help: 'When telesync verify last compared a day of each account, Unix seconds.',
+      labelNames: ['account'],
+      registers,
+      async collect() {
+        if (readVerifications === undefined) return;
+        lastVerified.reset();
+        try {
+          for (const summary of await readVerifications())
+            if (summary.lastVerifiedAt !== null)
+              lastVerified.set(
+                { account: summary.accountId },
+                Date.parse(summary.lastVerifiedAt) / 1000,
+              );
+        } catch (error) {
+          onCollectError?.(coerceError(error));
+        }
+      },
+    });
     const lag: Gauge<'stream' | 'account'> = new Gauge({
       name: 'telesync_watermark_lag_seconds',
       help: 'How far each watermark (sync_state) is behind now, seconds; read from the database on each scrape.',

@@ -1,11 +1,13 @@
 import {
   findCoverageWindows,
   findStoredDays,
+  findStoredRowsInParts,
   findTrackedFrom,
   type StoredDay,
 } from '../db/repositories/coverage-repository.js';
 import type { Tables } from '../db/schema.js';
 import {
+  countedParts,
   coverageSpan,
   planCoverageDays,
   unreadNearHorizon,
@@ -54,6 +56,24 @@ export async function readCoverage(
       ? findStoredDays(db, accountIds, span.start, span.end)
       : Promise.resolve(new Map<string, Map<string, StoredDay>>()),
   ]);
+  // The oldest day's count starts at the cut-off as it was: only the rows in that part compare.
+  const storedByDay = new Map<string, ReadonlyMap<string, number>>();
+  if (options.storedRows)
+    for (const accountId of accountIds) {
+      const parts = countedParts(windows.get(accountId) ?? [], now);
+      const whole = new Map(
+        [...(stored.get(accountId) ?? new Map<string, StoredDay>())].map(([day, found]) => [
+          day,
+          found.rows,
+        ]),
+      );
+      storedByDay.set(
+        accountId,
+        parts.length === 0
+          ? whole
+          : new Map([...whole, ...(await findStoredRowsInParts(db, accountId, parts))]),
+      );
+    }
   return accountIds.map((accountId) => {
     const days = [...(stored.get(accountId) ?? new Map<string, StoredDay>())];
     return {
@@ -62,7 +82,7 @@ export async function readCoverage(
       billedByDay: new Map(days.map(([day, found]) => [day, found.billedAmount])),
       days: planCoverageDays({
         windows: windows.get(accountId) ?? [],
-        storedRowsByDay: new Map(days.map(([day, found]) => [day, found.rows])),
+        storedRowsByDay: storedByDay.get(accountId) ?? new Map(),
         trackedFrom: trackedFrom.get(accountId) ?? null,
         now,
         horizonStart: horizon,

@@ -9,6 +9,7 @@ import {
   type LoadTarget,
 } from '../../src/load/batch-loader.js';
 import { LoadGate } from '../../src/load/load-gate.js';
+import { insertRun } from '../../src/db/repositories/sync-runs-repository.js';
 import { epochMicrosFromMillis } from '../../src/util/micros.js';
 import { trunkCallRow as call } from '../support/load-rows.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -242,6 +243,40 @@ describe('BatchLoader', () => {
       target.database.db,
     );
     expect(stored.rows[0]!.n).toBe(3);
+  });
+
+  it('counts the records it quarantines: recordsRejected equals the rejects written, with the rows', async () => {
+    const base = await loaderTarget();
+    // Quarantined records name their run.
+    const runId = await insertRun(base.database.db, {
+      accountId: 'MA_TEST',
+      stream: 'trunk_calls',
+      command: 'test',
+      pid: process.pid,
+      host: 'test',
+    });
+    const target = { ...base, runId };
+    const loader = new BatchLoader(target, TRUNK_CALLS, { lanes: 2, batchSize: 3 });
+    const reject = (key: string) => ({
+      accountId: 'MA_TEST',
+      stream: 'trunk_calls' as const,
+      reason: `end_time is not a time: ${key}`,
+      recordKey: key,
+      bytes: new TextEncoder().encode(`{"call_uuid":"${key}"}`),
+    });
+    loader.buffer([call('a'), call('b')], [reject('r1')]);
+    await loader.room();
+    loader.buffer([call('c'), call('d'), call('e')], [reject('r2'), reject('r3')]);
+    await loader.room();
+    loader.queueCommit(() => Promise.resolve());
+    await loader.drain();
+    const stored = await target.test.database.db
+      .selectFrom('rejected_records')
+      .select('record_key')
+      .orderBy('record_key')
+      .execute();
+    expect(stored.map((row) => row.record_key)).toEqual(['r1', 'r2', 'r3']);
+    expect(target.stats).toMatchObject({ recordsUpserted: 5, recordsRejected: 3 });
   });
 
   it('runs side by side load on one lane each; one run alone on every connection of the gate', () => {

@@ -241,8 +241,9 @@ describe('the status page repository', () => {
       const found = days.get(day)!;
       return [found.state, found.serviceCount, found.storedRows, found.missingRows, found.differs];
     };
-    // Counted from 11:00 only: the row from 09:00 is stored, not a difference.
-    expect(state('2026-08-26')).toEqual(['complete', 2, 3, false, false]);
+    // Counted from 11:00 (the cut-off then): the row stored from before it is not compared, so
+    // the day agrees instead of showing "2 counted, 3 stored".
+    expect(state('2026-08-26')).toEqual(['complete', 2, 2, false, false]);
     expect(state('2026-08-27')).toEqual(['complete', 3, 3, false, false]);
     expect(state('2026-08-28')).toEqual(['incomplete', null, 0, false, false]);
     expect(state('2026-09-10')).toEqual(['complete', 1, 0, true, true]);

@@ -180,6 +180,19 @@ describe('HttpTransport', () => {
     expect(arrivals[1]!.atMs - arrivals[0]!.atMs).toBeGreaterThanOrEqual(990);
   });
 
+  it('honours Retry-After on a 503 as a floor for the wait, as on a 429', async () => {
+    const { url, arrivals } = await scriptedServer([
+      status(503, { error: 'down for maintenance' }, { 'retry-after': '1' }),
+      ok,
+    ]);
+    const meter = new RequestMeter();
+    await get(transportFor(url), meter);
+    expect(arrivals).toHaveLength(2);
+    // Without the header the backoff would be 10 ms (the test's policy).
+    expect(meter.waitMs).toBe(1000);
+    expect(arrivals[1]!.atMs - arrivals[0]!.atMs).toBeGreaterThanOrEqual(990);
+  });
+
   it('pauses every request of the transport while a Retry-After runs, not just the one that got it', async () => {
     const { url, arrivals } = await scriptedServer([
       status(429, { error: 'slow down' }, { 'retry-after': '1' }),

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
-  comparableSpan,
   countsDiffer,
   COVERAGE_DAYS,
+  countedParts,
   planCoverageDays,
   unreadNearHorizon,
   type CoverageInput,
@@ -166,22 +166,28 @@ describe('the edge rule (countsDiffer, and the days planCoverageDays marks as di
   });
 });
 
-describe('comparableSpan', () => {
-  const day = toEpochMicros('2025-03-03T00:00:00Z');
-  const end = toEpochMicros('2025-03-04T00:00:00Z');
-  it('starts a day at the cut-off and ends it at the settled end', () => {
-    expect(comparableSpan(day, end, HORIZON, NOW)).toEqual({
-      start: HORIZON,
-      end,
-      wholeDay: false,
-    });
-    expect(comparableSpan(day, end, day - 1, end + 1)).toEqual({ start: day, end, wholeDay: true });
-    const noon = toEpochMicros('2025-03-03T12:00:00Z');
-    expect(comparableSpan(day, end, day, noon)).toEqual({ start: day, end: noon, wholeDay: false });
-  });
-  it('is undefined for a day wholly beyond the cut-off or not yet settled', () => {
-    expect(comparableSpan(day, end, end, NOW)).toBeUndefined();
-    expect(comparableSpan(day, end, day - 1, day)).toBeUndefined();
+describe('countedParts', () => {
+  it('gives the part of a day its count covers when the count starts after midnight, and no other day', () => {
+    const parts = countedParts(
+      [
+        // The oldest day, counted from the cut-off as it was then (an hour older than now's).
+        window('2025-03-03T11:10:00Z', 'complete', 120, '2025-03-04'),
+        window('2025-03-04', 'complete', 100),
+        // Hourly slices from midnight: the whole day is counted.
+        window('2025-03-05', 'complete', 4, '2025-03-05T01:00:00Z'),
+        window('2025-03-05T01:00:00Z', 'complete', 6, '2025-03-05T02:00:00Z'),
+        // Not complete: nothing counted.
+        window('2025-03-06T05:00:00Z', 'failed', null, '2025-03-07'),
+      ],
+      NOW,
+    );
+    expect(parts).toEqual([
+      {
+        day: '2025-03-03',
+        start: toEpochMicros('2025-03-03T11:10:00Z'),
+        end: toEpochMicros('2025-03-04T00:00:00Z'),
+      },
+    ]);
   });
 });
 

@@ -300,6 +300,7 @@ describe('schedule settings', () => {
         powerpacks: '*/5 * * * *',
         call_streams: '*/5 * * * *',
       },
+      verifyCron: '0 6 * * *',
       httpHost: '127.0.0.1',
       httpPort: 9464,
       shutdownTimeoutSeconds: 60,
@@ -313,6 +314,10 @@ describe('schedule settings', () => {
     expect(() => loadConfig({ TELESYNC_SCHEDULE_MESSAGES: '61 * * * *' })).toThrow(
       /TELESYNC_SCHEDULE_MESSAGES: "61 \* \* \* \*" is not a cron/,
     );
+    expect(() => loadConfig({ TELESYNC_VERIFY_CRON: 'nightly' })).toThrow(
+      /TELESYNC_VERIFY_CRON: "nightly" is not a cron expression such as "0 6 \* \* \*"/,
+    );
+    expect(loadConfig({ TELESYNC_VERIFY_CRON: 'off' }).schedule.verifyCron).toBe('off');
   });
 });
 

@@ -286,3 +286,32 @@ describe('the horizon gauge', () => {
     expect(errors).toEqual(['statement timeout']);
   });
 });
+
+describe('the verify gauges', () => {
+  it('count the days of each finding per account, and the time of the last verification', async () => {
+    const subject = new SchedulerMetrics({
+      now: () => NOW,
+      processMetrics: false,
+      readVerifications: () =>
+        Promise.resolve([
+          {
+            accountId: 'MA_ONE',
+            lastVerifiedAt: '2026-11-28T06:00:12.5Z',
+            agree: 89,
+            differs: 2,
+            differingDays: ['2026-11-01', '2026-11-20'],
+          },
+          { accountId: 'MA_TWO', lastVerifiedAt: null, agree: 0, differs: 0, differingDays: [] },
+        ]),
+    });
+    expect(await samples(subject, 'telesync_verify_days')).toEqual({
+      'account=MA_ONE,result=agree': 89,
+      'account=MA_ONE,result=differs': 2,
+      'account=MA_TWO,result=agree': 0,
+      'account=MA_TWO,result=differs': 0,
+    });
+    expect(await samples(subject, 'telesync_verify_last_timestamp_seconds')).toEqual({
+      'account=MA_ONE': Date.parse('2026-11-28T06:00:12.5Z') / 1000,
+    });
+  });
+});

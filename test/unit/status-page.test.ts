@@ -158,6 +158,31 @@ describe('renderStatusPage', () => {
     expect(strip.get('2025-05-31')).toEqual(['day', 'incomplete']);
   });
 
+  it('marks the days telesync verify checked, the differing ones in red, with when and which', () => {
+    const base = view();
+    const account = base.accounts[0]!;
+    const html = renderStatusPage({
+      ...base,
+      accounts: [
+        {
+          ...account,
+          verification: {
+            lastVerifiedAt: '2025-06-01T06:00:12.5Z',
+            days: { '2025-03-06': 'agree', '2025-05-30': 'differs' },
+          },
+        },
+      ],
+    });
+    const strip = cells(html);
+    expect(strip.get('2025-03-06')).toEqual(['day', 'complete', 'verified']);
+    expect(strip.get('2025-05-30')).toEqual(['day', 'complete', 'missing', 'verify-differs']);
+    expect(strip.get('2025-04-15')).toEqual(['day', 'unread']);
+    expect(html).toContain(
+      'Verified <time datetime="2025-06-01T06:00:12.5Z">2025-06-01T06:00:12.5Z</time> (<code>telesync verify</code>): 2 days, 1 agree; <span class="bad">differing: 2025-05-30</span>',
+    );
+    expect(renderStatusPage(base)).toContain('Not verified yet');
+  });
+
   it("lists per day, newest first, the service's count beside the rows stored and the billed amount", () => {
     const html = renderStatusPage(view());
     const rows = [...html.matchAll(/<tr data-day="([^"]+)"(?: class="([^"]+)")?>(.*?)<\/tr>/g)].map(

@@ -5,9 +5,25 @@ import {
   parseTrunkCallQuery,
   type TrunkCallFilters,
 } from '../../src/api/trunk-call-query.js';
+import { windowFilters } from '../../src/sync/streams/read-trunk-call-window.js';
 import { parseEpochMicros } from '../../src/util/micros.js';
 
 const at = (text: string) => parseEpochMicros(text)!;
+
+describe('the range a trunk-call window asks for', () => {
+  it('is end_time__gte its start and end_time__lt its end: a call ending on the boundary is in one window only', () => {
+    const window = { start: at('2026-11-20T00:00:00Z'), end: at('2026-11-21T00:00:00Z') };
+    expect([...encodeTrunkCallQuery(windowFilters(window)).entries()]).toEqual([
+      ['end_time__gte', '2026-11-20 00:00:00'],
+      ['end_time__lt', '2026-11-21 00:00:00'],
+    ]);
+    // The next window starts where this one ends: the boundary instant belongs to it alone.
+    const next = { start: window.end, end: at('2026-11-22T00:00:00Z') };
+    expect(encodeTrunkCallQuery(windowFilters(next)).get('end_time__gte')).toBe(
+      '2026-11-21 00:00:00',
+    );
+  });
+});
 
 describe('encodeTrunkCallQuery', () => {
   it('names every filter with its suffix and writes end_time in the list form, UTC', () => {

@@ -108,3 +108,27 @@ export async function findStoredDays(
     byAccount.get(row.account_id)?.set(row.day, { rows: Number(row.n), billedAmount: row.amount });
   return byAccount;
 }
+
+/** trunk_calls rows of `accountId` with an end_time in each of `ranges`, by the range's `day`. */
+export async function findStoredRowsInParts(
+  db: Kysely<Tables>,
+  accountId: string,
+  ranges: readonly {
+    readonly day: string;
+    readonly start: EpochMicros;
+    readonly end: EpochMicros;
+  }[],
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const range of ranges) {
+    const row = await db
+      .selectFrom('trunk_calls')
+      .select(sql<number>`count(*)`.as('n'))
+      .where('account_id', '=', accountId)
+      .where('end_time', '>=', formatIsoMicros(range.start))
+      .where('end_time', '<', formatIsoMicros(range.end))
+      .executeTakeFirstOrThrow();
+    counts.set(range.day, Number(row.n));
+  }
+  return counts;
+}

@@ -41,6 +41,15 @@ export class WindowIncompleteError extends Error {
 }
 
 /**
+ * The filters that ask for `window`'s calls: `end_time__gte` its start and `end_time__lt` its end.
+ * Half-open, so a call ending exactly on a boundary (midnight to the microsecond) belongs to one
+ * window only; `__lte` would hand it to both, and the earlier one would quarantine it.
+ */
+export function windowFilters(window: TimeWindow): { end_time: { gte: number; lt: number } } {
+  return { end_time: { gte: window.start, lt: window.end } };
+}
+
+/**
  * Fetches every page of `window` (the client's pager: the first page, then the others
  * `pageConcurrency` at a time) and passes each page's records through the normalise and load
  * stages as it arrives. A stop request (the run's signal) is honoured between pages, never by
@@ -52,10 +61,10 @@ export async function readTrunkCallWindow(
   window: TimeWindow,
   loader: BatchLoader,
 ): Promise<WindowRead> {
-  const pages = context.client.iterateTrunkCalls(
-    { end_time: { gte: window.start, lt: window.end } },
-    { ...pagingOptions(context), pageConcurrency: context.pageConcurrency },
-  );
+  const pages = context.client.iterateTrunkCalls(windowFilters(window), {
+    ...pagingOptions(context),
+    pageConcurrency: context.pageConcurrency,
+  });
   const seen = new Set<string>();
   const inWindow = normalizeWithinWindow(window);
   const totals = new Set<number>();

@@ -109,10 +109,7 @@ async function syncSnapshot(context: RunContext, snapshot: SnapshotStream): Prom
       seenAt,
       rejectedKeys,
     );
-    if (
-      misses.missing > 0 &&
-      misses.missing > context.settings.snapshotDeleteGuard * misses.active
-    ) {
+    if (refusesDeletion(misses, context.settings.snapshotDeleteGuard)) {
       refused = misses;
       return;
     }
@@ -151,4 +148,16 @@ async function syncSnapshot(context: RunContext, snapshot: SnapshotStream): Prom
       { deleted: marked },
       `${marked} ${snapshot.noun} are gone from the service: marked deleted`,
     );
+}
+
+/**
+ * Whether a complete snapshot that misses `missing` of `active` rows marks too many deleted at
+ * once (TELESYNC_SNAPSHOT_DELETE_GUARD, a share): exactly the guard's share is still marked,
+ * more than it is refused.
+ */
+export function refusesDeletion(
+  misses: { readonly missing: number; readonly active: number },
+  guard: number,
+): boolean {
+  return misses.missing > 0 && misses.missing > guard * misses.active;
 }

@@ -47,6 +47,7 @@ import {
   isConsistent,
   readTrunkCallWindow,
   readTrunkCallWindowFully,
+  windowFilters,
   WindowIncompleteError,
 } from './read-trunk-call-window.js';
 
@@ -382,7 +383,7 @@ async function probeWindow(
   ledgerWrites: CommitBatch<WindowChange>,
 ): Promise<void> {
   const total = await context.client
-    .countTrunkCalls({ end_time: { gte: window.start, lt: window.end } }, requestOptions(context))
+    .countTrunkCalls(windowFilters(window), requestOptions(context))
     .catch((error: unknown) => {
       throw error instanceof RequestStoppedError ? new PagingStoppedError() : error;
     });

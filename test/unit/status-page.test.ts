@@ -178,7 +178,7 @@ describe('renderStatusPage', () => {
     expect(strip.get('2025-05-30')).toEqual(['day', 'complete', 'missing', 'verify-differs']);
     expect(strip.get('2025-04-15')).toEqual(['day', 'unread']);
     expect(html).toContain(
-      'Verified <time datetime="2025-06-01T06:00:12.5Z">2025-06-01T06:00:12.5Z</time> (<code>telesync verify</code>): 2 days, 1 agree; <span class="bad">differing: 2025-05-30</span>',
+      'Verified <time datetime="2025-06-01T06:00:12.5Z">2025-06-01 06:00:12</time> (<code>telesync verify</code>): 2 days, 1 agree; <span class="bad">differing: 2025-05-30</span>',
     );
     expect(renderStatusPage(base)).toContain('Not verified yet');
   });

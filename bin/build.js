@@ -6,8 +6,8 @@
 // The compiler writes every module to dist/; the command's entry, dist/src/cli/entry.js, is then
 // replaced by one file that holds telesync's modules and Kysely's (esbuild, which tsx depends on).
 // Loading some 450 ES modules one by one took most of a command's start: 0.55 s of CPU before
-// `telesync --version` printed, against 0.33 s for the bundle (README, "For contributors";
-// docs/scaling-history.md, stop 31).
+// `telesync --version` printed, against 0.33 s for the bundle (docs/performance.md, "A bundled
+// entry").
 // The other packages stay in node_modules, loaded as they are: some find files next to their own
 // (PGlite's WebAssembly, pino's workers), and a bundle would move them away from those.
 import { spawnSync } from 'node:child_process';
@@ -60,8 +60,8 @@ await esbuild.build({
   sourcemap: 'linked',
   // No keepNames: it wraps every function the code makes at run time (closures too) in a
   // defineProperty call, which cost the fifty-account backfill 9% of the simulator's CPU and 5% of
-  // telesync's (docs/scaling-history.md, stop 33). The names it would keep matter for errors only,
-  // which are told by their class's name: checked below.
+  // telesync's (docs/performance.md, "No esbuild keepNames"). The names it would keep matter for
+  // errors only, which are told by their class's name: checked below.
   keepNames: false,
   logLevel: 'warning',
   // Written last, so bin/telesync.js finds the entry no older than any source.

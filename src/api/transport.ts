@@ -118,7 +118,7 @@ const PAUSED = Symbol('paused');
  * `concurrency` in flight), retries (p-retry as the loop; the delay is telesync's own backoff with
  * jitter and the Retry-After floor), a timeout per exchange, keep-alive connections (undici's
  * dispatcher, with a handler that gathers the body: a response stream and two abort signals per
- * request cost half again as much CPU, docs/scaling-history.md), and typed errors. A 429 pauses every
+ * request cost half again as much CPU: docs/performance.md), and typed errors. A 429 pauses every
  * request of this transport until its Retry-After has passed, not just the one that got it: the
  * service is telling the whole account to slow down.
  */

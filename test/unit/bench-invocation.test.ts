@@ -24,8 +24,8 @@ describe('telesyncInvocation (benchmarks)', () => {
     });
   });
 
-  // Node 20 refuses --cpu-prof in NODE_OPTIONS, the only way through the command: benchmark 1's
-  // profile failed so until stop 34.
+  // Node refuses --cpu-prof in NODE_OPTIONS, so benchmark 1 puts it on node's command line: this
+  // checks that the profile is then written.
   it('runs node under --cpu-prof with the command flags, and node writes the profile', () => {
     const dir = mkdtempSync(join(tmpdir(), 'telesync-invocation-'));
     try {

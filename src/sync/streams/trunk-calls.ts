@@ -284,10 +284,8 @@ const leaveWatermark: CommitHook = () => Promise.resolve();
  * transactions. It waits only while the process's load connections are all busy (the loader's
  * group commit), so it matters only when the database sets the pace; then each of many accounts
  * side by side reaches the connections about once a wait, and the wait sets their transactions'
- * size. Three seconds instead of one: fifty accounts at once wrote a fifth to a third fewer
- * transactions and were 4–8% faster (docs/scaling.md, "A longer group commit"). The rows of a
- * window and its ledger entry still commit together; a loader's buffer still goes at
- * TELESYNC_BATCH_SIZE rows.
+ * size (docs/scaling.md, "A longer group commit"). The rows of a window and its ledger entry still
+ * commit together; a loader's buffer still goes at TELESYNC_BATCH_SIZE rows.
  */
 const WINDOW_COMMIT_DELAY_MS = 3_000;
 
@@ -324,10 +322,10 @@ function createLoader(context: RunContext): BatchLoader {
  *
  * The window is marked running (an attempt more) through the loader too, not by a statement and a
  * commit of its own awaited before the first page: it goes with the next transaction the loader
- * writes (the previous windows' completion, a full batch, the loader's 1 s unit delay, or at the
- * latest this window's own completion), always before this window's completion. With many
- * accounts of quiet days, a commit per window on the path of every read was a good part of the
- * database's work.
+ * writes (the previous windows' completion, a full batch, the loader's unit delay of
+ * WINDOW_COMMIT_DELAY_MS, or at the latest this window's own completion), always before this
+ * window's completion. With many accounts of quiet days, a commit per window on the path of every
+ * read was a good part of the database's work.
  */
 async function readAndComplete(
   context: RunContext,

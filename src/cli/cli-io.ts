@@ -30,6 +30,18 @@ export function processIo(): CliIo {
   };
 }
 
+/**
+ * A reader that closed its end of our stdout (`telesync status | head -1`) has what it wanted:
+ * the command ends at once, quietly and successfully, like other Unix tools, instead of dying on
+ * EPIPE with a stack.
+ */
+export function endQuietlyWhenStdoutCloses(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
+}
+
 async function askOnTerminal(question: string): Promise<boolean> {
   const prompt = createInterface({ input: process.stdin, output: process.stderr });
   try {

@@ -217,18 +217,11 @@ export function readScheduleConfig(reader: EnvReader): ScheduleConfig {
       `"${timezone}" is not a time zone; use an IANA name such as UTC or Europe/Paris`,
     );
   }
-  // Only for tests that need ticks seconds apart; the documented form has five fields.
-  const seconds = reader.string('TELESYNC_SCHEDULE_SECONDS', 'off');
-  if (seconds !== 'on' && seconds !== 'off')
-    reader.problem('TELESYNC_SCHEDULE_SECONDS', `"${seconds}" must be "on" or "off"`);
   const crons = {} as Record<StreamName, string>;
   for (const stream of STREAM_NAMES) {
     const variable = scheduleVariable(stream);
     const cron = reader.string(variable, D.crons[stream]);
-    const problem =
-      cron === SCHEDULE_OFF
-        ? undefined
-        : checkCronExpression(cron, { allowSeconds: seconds === 'on' });
+    const problem = cron === SCHEDULE_OFF ? undefined : checkCronExpression(cron);
     if (problem !== undefined) {
       reader.problem(
         variable,

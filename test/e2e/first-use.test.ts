@@ -1,0 +1,109 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/simulator/simulator-server.js';
+import { useCliFixture } from '../support/cli-fixture.js';
+import { jsonLines } from '../support/command-output.js';
+import { runTelesync, TELESYNC_BIN, type CommandResult } from '../support/run-telesync.js';
+
+const ACCOUNT = { authId: 'MA_E2E_FIRST', authToken: 'tok_e2e_first_use_secret' };
+
+const cli = useCliFixture({
+  service: () => startSimulator({ seed: 'e2e-first-use', calls: 300, accounts: [ACCOUNT] }),
+  account: ACCOUNT,
+});
+
+/**
+ * Runs `telesync` with the reading end of its stdout closed before it writes anything, as
+ * `telesync status | head -1` leaves it once head has its line: every write meets EPIPE.
+ */
+function runWithClosedStdout(
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+): Promise<CommandResult> {
+  const child = spawn(process.execPath, [TELESYNC_BIN, ...args], {
+    cwd: mkdtempSync(join(tmpdir(), 'telesync-cwd-')),
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.destroy();
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout: '', stderr }));
+  });
+}
+
+describe('a closed pipe on stdout', () => {
+  it.each([[['status']], [['state', 'show']], [['--help']]])(
+    '%j ends quietly with exit 0',
+    async (args) => {
+      const result = await runWithClosedStdout(args, cli.env);
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+    },
+  );
+});
+
+describe('bad usage exits 2 with the fix', () => {
+  it('stream start refuses what is not a call UUID before anything is sent', async () => {
+    cli.service.resetStats();
+    const result = await runTelesync(
+      ['stream', 'start', 'not-a-uuid', '--url', 'wss://media.example.com/x'],
+      cli.env,
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('not a call UUID: "not-a-uuid"');
+    expect(result.stderr).not.toContain('telesync failed');
+    expect(cli.service.stats().requests.total).toBe(0);
+  });
+
+  it('a six-field cron (seconds first), as schedule --help offers, is taken', async () => {
+    const help = await runTelesync(['schedule', '--help']);
+    expect(help.stdout).toContain('5 fields or 6 with seconds first');
+    const result = await runTelesync(['schedule', '--once'], {
+      ...cli.env,
+      TELESYNC_SCHEDULE_TRUNK_CALLS: 'off',
+      TELESYNC_SCHEDULE_ENDPOINTS: '30 */5 * * * *',
+      TELESYNC_SCHEDULE_CALLER_IDS: 'off',
+      TELESYNC_SCHEDULE_MESSAGES: 'off',
+      TELESYNC_SCHEDULE_POWERPACKS: 'off',
+      TELESYNC_SCHEDULE_CALL_STREAMS: 'off',
+      TELESYNC_HTTP_PORT: '0',
+    });
+    expect(result.stderr).not.toContain('TELESYNC_SCHEDULE_ENDPOINTS');
+    expect(result.code, result.stderr).toBe(0);
+  });
+});
+
+describe('migrate, the first command a user runs', () => {
+  it('says what to check when nothing listens at DATABASE_URL (exit 1)', async () => {
+    const result = await runTelesync(
+      ['migrate'],
+      cli.envWith({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' }),
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /cannot use the database at postgres:\/\/postgres@127\.0\.0\.1:1\/nowhere: .*ECONNREFUSED.*check DATABASE_URL and that PostgreSQL is running/,
+    );
+    expect(result.stderr).not.toContain('telesync failed');
+  });
+
+  it.runIf(cli.target.kind === 'postgres')(
+    'says to create the database when the server has none of that name (exit 1)',
+    async () => {
+      const url = new URL(cli.target.kind === 'postgres' ? cli.target.url : '');
+      url.pathname = '/telesync_no_such_database';
+      const result = await runTelesync(['migrate'], cli.envWith({ DATABASE_URL: url.href }));
+      expect(result.code).toBe(1);
+      const messages = jsonLines(result.stderr).map((line) => String(line.msg));
+      expect(messages).toHaveLength(1);
+      expect(messages[0]).toContain('database "telesync_no_such_database" does not exist');
+      expect(messages[0]).toContain('create it (createdb, or CREATE DATABASE)');
+      expect(result.stderr).not.toContain('telesync failed');
+    },
+  );
+});

@@ -160,6 +160,7 @@ export async function openWorkerApp(
     log,
     streams,
     processMetrics: true,
+    nextFreePort: true,
   });
   const { metrics } = served;
 

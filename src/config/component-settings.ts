@@ -240,6 +240,7 @@ export function readScheduleConfig(reader: EnvReader): ScheduleConfig {
     crons,
     httpHost: reader.string('TELESYNC_HTTP_HOST', D.httpHost),
     httpPort: reader.integerIn('TELESYNC_HTTP_PORT', D.httpPort, 0, 65_535),
+    httpPortGiven: reader.optionalString('TELESYNC_HTTP_PORT') !== undefined,
     shutdownTimeoutSeconds: reader.integerIn(
       'TELESYNC_SHUTDOWN_TIMEOUT_SECONDS',
       D.shutdownTimeoutSeconds,

@@ -6,7 +6,13 @@ import { describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { useCliFixture } from '../support/cli-fixture.js';
 import { jsonLines } from '../support/command-output.js';
-import { runTelesync, TELESYNC_BIN, type CommandResult } from '../support/run-telesync.js';
+import {
+  runTelesync,
+  startTelesync,
+  TELESYNC_BIN,
+  type CommandResult,
+  type TelesyncProcess,
+} from '../support/run-telesync.js';
 
 const ACCOUNT = { authId: 'MA_E2E_FIRST', authToken: 'tok_e2e_first_use_secret' };
 
@@ -106,4 +112,41 @@ describe('migrate, the first command a user runs', () => {
       expect(result.stderr).not.toContain('telesync failed');
     },
   );
+});
+
+describe.runIf(cli.target.kind === 'postgres')('several workers on one host', () => {
+  const SERVING = /Serving the status page at (http:\/\/\S+)\/,/;
+
+  it('each serves HTTP on a port of its own, says where, and drains on SIGTERM in JSON lines', async () => {
+    // No TELESYNC_HTTP_PORT: both start on the default port, the second moves to a free one.
+    const { TELESYNC_HTTP_PORT: _unset, ...env } = cli.env;
+    const workers: TelesyncProcess[] = [];
+    try {
+      for (let index = 0; index < 2; index++) {
+        const worker = startTelesync(['worker'], env, { timeoutMs: 60_000 });
+        workers.push(worker);
+        await worker.waitForStdout(SERVING, 30_000);
+      }
+      const urls = workers.map((worker) => SERVING.exec(worker.stdout())![1]!);
+      expect(new Set(urls).size).toBe(2);
+      for (const url of urls) {
+        const health = (await (await fetch(`${url}/healthz`)).json()) as Record<string, unknown>;
+        expect(health.checked_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+        expect(health.started_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+        expect((await fetch(`${url}/metrics`)).status).toBe(200);
+      }
+      for (const worker of workers) worker.kill('SIGTERM');
+      for (const worker of workers) {
+        const ended = await worker.exited;
+        expect(ended.code, ended.stderr).toBe(0);
+        // Off a terminal every stderr line is a JSON log line, the draining notice included.
+        const lines = jsonLines(ended.stderr);
+        expect(lines.map((line) => String(line.msg))).toContain(
+          'draining: the runs in hand finish their batch, no new job is taken (again to force)',
+        );
+      }
+    } finally {
+      for (const worker of workers) worker.kill('SIGKILL');
+    }
+  }, 90_000);
 });

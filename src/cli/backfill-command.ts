@@ -63,6 +63,16 @@ export function formatBackfillCoverage(result: SyncResult, plan: BackfillPlan): 
   const lines = [
     `  covered ${formatIsoMicros(plan.covered.start)} to ${formatIsoMicros(plan.covered.end)} (${plan.windows.length} windows)`,
   ];
+  const { windowsResumed, windowsRereadComplete } = result.stats;
+  if (windowsResumed > 0)
+    lines.push(
+      `  resumed: ${windowsOf(windowsResumed)} read before by this unfinished backfill ${windowsResumed === 1 ? 'was' : 'were'} skipped`,
+    );
+  if (windowsRereadComplete > 0)
+    lines.push(
+      `  read again: ${windowsOf(windowsRereadComplete)} the ledger already held complete (a backfill re-reads its ` +
+        'whole range; `telesync sync` alone keeps complete days current)',
+    );
   const notRead = planLeftOut(plan)
     .filter((part) => part.why !== 'beyond-horizon')
     .map((part) =>
@@ -72,6 +82,10 @@ export function formatBackfillCoverage(result: SyncResult, plan: BackfillPlan): 
     );
   if (notRead.length > 0) lines.push(`  not read: ${notRead.join('; ')}`);
   return lines;
+}
+
+function windowsOf(count: number): string {
+  return `${count} window${count === 1 ? '' : 's'}`;
 }
 
 /** `10 minutes`, `40 seconds`: the length of a left-out part, for people. */

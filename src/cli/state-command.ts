@@ -11,6 +11,7 @@ import {
   type StateResetOutcome,
   type StreamState,
 } from '../sync/stream-state.js';
+import { readPendingBackfills } from '../sync/pending-backfills.js';
 import { fixIsoText, formatIsoMicros } from '../util/micros.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
@@ -157,14 +158,14 @@ export function formatState(state: StreamState): string {
             `${windows.oldest ?? '?'} to ${windows.newest ?? '?'}; last read ${windows.lastReadAt ?? 'never'}`,
     );
   }
-  const backfill = state.cursor.backfill as
-    { startedAt?: string; from?: string; to?: string } | undefined;
-  if (backfill !== undefined) {
+  const backfills = readPendingBackfills(state.cursor);
+  for (const backfill of backfills) {
     lines.push(
-      `${indent}cursor: unfinished backfill of ${backfill.from ?? '?'} to ${backfill.to ?? '?'} ` +
-        `(started ${backfill.startedAt ?? '?'}); the same backfill command resumes it`,
+      `${indent}cursor: unfinished backfill of ${formatIsoMicros(backfill.range.start)} to ${formatIsoMicros(backfill.range.end)} ` +
+        `(started ${formatIsoMicros(backfill.startedAt)}); the same backfill command resumes it`,
     );
-  } else if (Object.keys(state.cursor).length > 0) {
+  }
+  if (backfills.length === 0 && Object.keys(state.cursor).length > 0) {
     lines.push(`${indent}cursor: ${JSON.stringify(state.cursor)}`);
   }
   if (lookups !== null) {

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/simulator/simulator-server.js';
+import { useCliFixture } from '../support/cli-fixture.js';
+import { jsonLines, lastJson } from '../support/command-output.js';
+import { runTelesync, startTelesync } from '../support/run-telesync.js';
+import { waitFor } from '../support/telesync-process.js';
+
+const ACCOUNT = { authId: 'MA_E2E_RANGES', authToken: 'tok_e2e_ranges_secret' };
+
+const cli = useCliFixture({
+  service: () => startSimulator({ seed: 'e2e-ranges', calls: 400, accounts: [ACCOUNT] }),
+  account: ACCOUNT,
+  env: { TELESYNC_LOG_LEVEL: 'info' },
+});
+
+/** The windows a `backfill --dry-run --json` would skip as read by the backfill it resumes. */
+async function windowsSkippedByDryRun(args: readonly string[]): Promise<number> {
+  const dryRun = await runTelesync([...args, '--dry-run', '--json'], cli.env);
+  expect(dryRun.code, dryRun.stderr).toBe(0);
+  const windows = lastJson(dryRun.stdout).windows as { action: string }[];
+  return windows.filter((window) => window.action === 'skip').length;
+}
+
+describe('backfills of different ranges', () => {
+  it('a backfill of another range neither claims to resume nor wipes the unfinished one; the same range resumes; a finished one run again says it re-reads', async () => {
+    // Slow answers, so the 90-day backfill can be stopped part way.
+    cli.service.setFaults({ latencyMs: 40 });
+    const before = cli.service.stats().requests.total;
+    const long = startTelesync(['backfill', '--days', '90', '--json'], cli.env);
+    await waitFor(() => cli.service.stats().requests.total - before >= 12, {
+      what: 'a dozen requests of the 90-day backfill',
+    });
+    long.kill('SIGINT');
+    const stopped = await long.exited;
+    const stoppedRun = lastJson(stopped.stdout);
+    expect(stoppedRun.status).toBe('stopped');
+    const readBefore = Number(stoppedRun.windows_completed);
+    expect(readBefore).toBeGreaterThan(0);
+    cli.service.setFaults({});
+
+    const short = await runTelesync(['backfill', '--days', '2', '--json'], cli.env);
+    expect(short.code, short.stderr).toBe(0);
+    expect(lastJson(short.stdout).status).toBe('succeeded');
+    expect(jsonLines(short.stderr).map((line) => String(line.msg))).not.toContainEqual(
+      expect.stringContaining('resuming'),
+    );
+
+    // The 90-day backfill still resumes: the windows read since it started are skipped (its own,
+    // and the last days the short one read after it), and only those.
+    const skipped = await windowsSkippedByDryRun(['backfill', '--days', '90']);
+    expect(skipped).toBeGreaterThanOrEqual(readBefore);
+    expect(skipped).toBeLessThanOrEqual(readBefore + 3);
+
+    const resumed = await runTelesync(['backfill', '--days', '90'], cli.env);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toContain(
+      `  resumed: ${skipped} windows read before by this unfinished backfill were skipped`,
+    );
+
+    // Finished: the same command again re-reads, and says so plainly.
+    const again = await runTelesync(['backfill', '--days', '90'], cli.env);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(
+      / {2}read again: (90|91) windows the ledger already held complete/,
+    );
+    expect(again.stdout).not.toContain('resumed:');
+  }, 120_000);
+});

@@ -30,6 +30,7 @@ import { onShutdownSignal } from './shutdown.js';
 import { createMultiProgressReporter } from './progress-reporter.js';
 import { INSTANT_FORMS, parseUserInstant, parseWholeNumber } from './user-input.js';
 import { writeNotice } from './notice.js';
+import { plural } from './plural.js';
 
 interface BackfillOptions {
   days?: string;
@@ -61,16 +62,16 @@ export function formatBackfillCoverage(result: SyncResult, plan: BackfillPlan): 
     ];
   }
   const lines = [
-    `  covered ${formatIsoMicros(plan.covered.start)} to ${formatIsoMicros(plan.covered.end)} (${plan.windows.length} windows)`,
+    `  covered ${formatIsoMicros(plan.covered.start)} to ${formatIsoMicros(plan.covered.end)} (${plural(plan.windows.length, 'window')})`,
   ];
   const { windowsResumed, windowsRereadComplete } = result.stats;
   if (windowsResumed > 0)
     lines.push(
-      `  resumed: ${windowsOf(windowsResumed)} read before by this unfinished backfill ${windowsResumed === 1 ? 'was' : 'were'} skipped`,
+      `  resumed: ${plural(windowsResumed, 'window')} read before by this unfinished backfill ${windowsResumed === 1 ? 'was' : 'were'} skipped`,
     );
   if (windowsRereadComplete > 0)
     lines.push(
-      `  read again: ${windowsOf(windowsRereadComplete)} the ledger already held complete (a backfill re-reads its ` +
+      `  read again: ${plural(windowsRereadComplete, 'window')} the ledger already held complete (a backfill re-reads its ` +
         'whole range; `telesync sync` alone keeps complete days current)',
     );
   const notRead = planLeftOut(plan)
@@ -82,10 +83,6 @@ export function formatBackfillCoverage(result: SyncResult, plan: BackfillPlan): 
     );
   if (notRead.length > 0) lines.push(`  not read: ${notRead.join('; ')}`);
   return lines;
-}
-
-function windowsOf(count: number): string {
-  return `${count} window${count === 1 ? '' : 's'}`;
 }
 
 /** `10 minutes`, `40 seconds`: the length of a left-out part, for people. */
@@ -140,6 +137,10 @@ export function backfillRange(options: BackfillOptions, nowMillis: number): Time
     throw new UsageError('say what to backfill: --days N (1 to 90), or --from TIME [--to TIME]');
   }
   const start = parseUserInstant(options.from, '--from');
+  if (options.to === undefined && start >= now)
+    throw new UsageError(
+      `--from (${formatIsoMicros(start)}) is in the future: give a time before now (${formatIsoMicros(now)}), or --days N`,
+    );
   const end = options.to === undefined ? now : parseUserInstant(options.to, '--to');
   if (end <= start)
     throw new UsageError(
@@ -169,7 +170,7 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
           'info',
           'dry run: nothing is sent to the service and nothing is written',
         );
-      for (const account of accounts) {
+      for (const [index, account] of accounts.entries()) {
         const preview = await previewBackfill(
           database,
           account.authId,
@@ -177,6 +178,8 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
           app.config.sync,
           now,
         );
+        if (index === 0 && options.json !== true && preview.backfill !== undefined)
+          noteBeyondHorizon(context, preview.backfill);
         context.io.out(
           options.json === true
             ? JSON.stringify(previewJson(preview, maxRps))
@@ -242,16 +245,8 @@ function reportBackfill(
   for (const result of results) {
     const plan = result.backfill;
     const leftOut = plan === undefined ? [] : planLeftOut(plan);
-    const beyond = leftOut.find((part) => part.why === 'beyond-horizon');
-    if (beyond !== undefined && !json && !horizonNoted) {
-      horizonNoted = true;
-      writeNotice(
-        context.io,
-        'warn',
-        `note: ${formatIsoMicros(beyond.start)} to ${formatIsoMicros(beyond.end)} is older than the ` +
-          "service's 90-day horizon and cannot be read; the backfill starts at the horizon",
-      );
-    }
+    if (plan !== undefined && !json && !horizonNoted)
+      horizonNoted = noteBeyondHorizon(context, plan);
     if (json) {
       context.io.out(
         JSON.stringify({
@@ -277,6 +272,22 @@ function reportBackfill(
       );
     }
   }
+}
+
+/**
+ * Says once, when the range reaches past the service's horizon, what cannot be read (the real run
+ * and its dry run alike). Returns whether it said so.
+ */
+function noteBeyondHorizon(context: CommandContext, plan: BackfillPlan): boolean {
+  const beyond = planLeftOut(plan).find((part) => part.why === 'beyond-horizon');
+  if (beyond === undefined) return false;
+  writeNotice(
+    context.io,
+    'warn',
+    `note: ${formatIsoMicros(beyond.start)} to ${formatIsoMicros(beyond.end)} is older than the ` +
+      "service's 90-day horizon and cannot be read; the backfill starts at the horizon",
+  );
+  return true;
 }
 
 /** How often `--queue --wait` reads the queue. */
@@ -321,7 +332,7 @@ async function runQueuedBackfill(
       context.io.out(
         options.json === true
           ? JSON.stringify({ ...summary, status: 'queued' })
-          : `queued ${jobs.length} jobs (${windows.length} windows × ${accounts.length} accounts) for the workers`,
+          : `queued ${plural(jobs.length, 'job')} (${plural(windows.length, 'window')} × ${plural(accounts.length, 'account')}) for the workers`,
       );
       return EXIT.OK;
     }
@@ -345,7 +356,7 @@ async function runQueuedBackfill(
         const failed = counts.reduce((sum, row) => sum + row.failed, 0);
         context.io.err(
           `backfill ${backfillId.slice(0, 8)}: ${Math.max(0, jobs.length - left)}/${jobs.length} jobs done` +
-            `${failed > 0 ? `, ${failed} failed` : ''}, ${counts.filter((row) => row.active > 0).length} accounts in hand`,
+            `${failed > 0 ? `, ${failed} failed` : ''}, ${plural(counts.filter((row) => row.active > 0).length, 'account')} in hand`,
         );
         if (left === 0 || shutdown.signal.aborted) break;
         await sleep(QUEUE_PROGRESS_MS, shutdown.signal).catch(() => undefined);

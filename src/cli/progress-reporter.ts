@@ -2,6 +2,7 @@ import cliProgress from 'cli-progress';
 import type { RunStats } from '../sync/run-context.js';
 import type { CliIo } from './cli-io.js';
 import { writeNotice } from './notice.js';
+import { plural } from './plural.js';
 
 const number = new Intl.NumberFormat('en-US');
 
@@ -89,7 +90,7 @@ export function createMultiProgressReporter(
     }
     return sum;
   };
-  const totalLabel = `${label} total (${keys.length} accounts)`;
+  const totalLabel = `${label} total (${plural(keys.length, 'account')})`;
 
   if (io.terminal === undefined) {
     let lastTotalAt = started;

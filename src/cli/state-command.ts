@@ -17,6 +17,7 @@ import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { INSTANT_FORMS, parseUserInstant } from './user-input.js';
 import { writeNotice } from './notice.js';
+import { plural } from './plural.js';
 
 const number = new Intl.NumberFormat('en-US');
 
@@ -231,8 +232,8 @@ async function runStateReset(
 function formatResetOutcome(outcome: StateResetOutcome): string {
   const parts = [`watermark ${outcome.watermarkBefore ?? '—'} → ${outcome.watermarkAfter ?? '—'}`];
   if (STREAM_STATE_KIND[outcome.stream].kind === 'windows')
-    parts.push(`${number.format(outcome.windowsReopened)} window(s) to read again`);
+    parts.push(`${plural(outcome.windowsReopened, 'window')} to read again`);
   if (STREAM_STATE_KIND[outcome.stream].kind === 'queue')
-    parts.push(`${number.format(outcome.lookupsRequeued)} lookup(s) re-queued`);
+    parts.push(`${plural(outcome.lookupsRequeued, 'lookup')} re-queued`);
   return `${outcome.stream} ${outcome.accountId}  reset (run ${outcome.runId}): ${parts.join(', ')}; data rows kept`;
 }

@@ -4,6 +4,7 @@ import { CONFIG_DEFAULTS } from '../config/config-defaults.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { writeNotice } from './notice.js';
+import { plural } from './plural.js';
 import { onShutdownSignal } from './shutdown.js';
 import { parseWholeNumber } from './user-input.js';
 
@@ -62,7 +63,7 @@ async function runWorker(
     );
     app.log.info(
       { accounts: app.accountIds.length, concurrency: app.concurrency, pid: process.pid },
-      `worker started: ${app.accountIds.length} accounts, up to ${app.concurrency} at once`,
+      `worker started: ${plural(app.accountIds.length, 'account')}, up to ${app.concurrency} at once`,
     );
     await app.run(shutdown.signal);
     app.log.info('worker drained');

@@ -150,3 +150,47 @@ describe.runIf(cli.target.kind === 'postgres')('several workers on one host', ()
     }
   }, 90_000);
 });
+
+describe('backfill and dry-run messages say what is true', () => {
+  const DAY_MS = 24 * 60 * 60 * 1000;
+  const dayOffset = (days: number) =>
+    new Date(Date.now() + days * DAY_MS).toISOString().slice(0, 10);
+
+  it('a --from in the future, without --to, is refused as such (exit 2)', async () => {
+    const result = await runTelesync(['backfill', '--from', dayOffset(30)], cli.env);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--from \(\S+\) is in the future: give a time before now/);
+    expect(result.stderr).not.toContain('--to');
+  });
+
+  it('a dry run that trims a range older than the horizon prints the note the real run prints', async () => {
+    const args = ['backfill', '--from', dayOffset(-100), '--to', dayOffset(-85)];
+    const dryRun = await runTelesync([...args, '--dry-run'], cli.env);
+    expect(dryRun.code, dryRun.stderr).toBe(0);
+    const note = (stderr: string) =>
+      jsonLines(stderr)
+        .map((line) => String(line.msg))
+        .filter((msg) => msg.startsWith('note: '));
+    // The horizon moves with the clock: the same note, to the minute.
+    const toTheMinute = (notes: string[]) =>
+      notes.map((text) => text.replace(/(T\d\d:\d\d):\d\d(\.\d+)?Z/g, '$1Z'));
+    const said = note(dryRun.stderr);
+    expect(said).toEqual([
+      expect.stringMatching(/is older than the service's 90-day horizon and cannot be read/),
+    ]);
+    const real = await runTelesync(args, cli.env);
+    expect(real.code, real.stderr).toBe(0);
+    expect(toTheMinute(note(real.stderr))).toEqual(toTheMinute(said));
+  });
+
+  it('a snapshot dry run says what a request buys, not "at least 0"', async () => {
+    const result = await runTelesync(['sync', 'endpoints', 'caller_ids', '--dry-run'], cli.env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).not.toContain('at least 0');
+    expect(result.stdout).not.toContain('part(s)');
+    expect(result.stdout.match(/^ {2}requests: .*$/gm)).toEqual([
+      '  requests: 1 per page of 20 records; how many pages is known only once read',
+      '  requests: 1 per page of 20 records; how many pages is known only once read',
+    ]);
+  });
+});

@@ -25,7 +25,12 @@ export function processIo(): CliIo {
     isTty: process.stdout.isTTY === true,
     ...(process.stderr.isTTY ? { terminal: process.stderr } : {}),
     out: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
-    err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+    // On a terminal a progress bar may hold the line: clear it first, so a message never runs on
+    // from "about 17s left" (the bar draws itself again below).
+    err: (text) =>
+      process.stderr.write(
+        `${process.stderr.isTTY ? '\r\x1b[2K' : ''}${text.endsWith('\n') ? text : `${text}\n`}`,
+      ),
     ...(process.stdin.isTTY && process.stderr.isTTY ? { confirm: askOnTerminal } : {}),
   };
 }

@@ -15,7 +15,8 @@ export function formatRunLine(result: SyncResult): string {
     return `${head}: ${(result.error ?? '').replace(/^skipped: /, '')}`;
   const parts = [
     `${number.format(stats.recordsFetched)} fetched`,
-    `${number.format(stats.recordsUpserted)} stored (${number.format(stats.recordsChanged)} new or changed)`,
+    // "(0 new or changed)" would read as a finding on a run that failed or stopped part way.
+    `${number.format(stats.recordsUpserted)} stored${result.status === 'succeeded' || stats.recordsChanged > 0 ? ` (${number.format(stats.recordsChanged)} new or changed)` : ''}`,
     `${number.format(stats.recordsRejected)} rejected`,
     `${plural(requests.requests, 'request')}${requests.retries > 0 ? ` (${number.format(requests.retries)} retries)` : ''}`,
     `${(result.durationMs / 1000).toFixed(1)}s`,
@@ -23,7 +24,13 @@ export function formatRunLine(result: SyncResult): string {
   if (loadWaitWorthSaying(stats.loadWaitMs, result.durationMs)) {
     parts.push(`${(stats.loadWaitMs / 1000).toFixed(1)}s of it waiting for the database`);
   }
-  const tail = result.error !== undefined ? `\n  error: ${result.error}` : '';
+  // A stop asked for (Ctrl-C, SIGTERM) is not a failure: said as it is, not labelled an error.
+  const tail =
+    result.error === undefined
+      ? ''
+      : result.status === 'stopped'
+        ? `\n  ${result.error}`
+        : `\n  error: ${result.error}`;
   const gap =
     stats.gap !== undefined
       ? '\n  warning: calls older than the 90-day horizon were never synced (see sync_runs.gap_start/gap_end)'

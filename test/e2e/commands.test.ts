@@ -377,7 +377,14 @@ describe('demo', () => {
     expect(result.stdout).toMatch(/messages +MA_DEMO {2}succeeded: [1-9]\d* fetched/);
     expect(result.stdout).toMatch(/^ {3}day +direction +calls +billed minutes +total amount$/m);
     expect(result.stdout).toMatch(
-      /all 90 days: [\d,]+ calls, [\d.]+ billed minutes, total amount \d+\.\d+/,
+      /all 90 days: [\d,]+ calls, \d{1,3}(,\d{3})+(\.\d+)? billed minutes, total amount \d{1,3}(,\d{3})*\.\d+/,
     );
+    // Today's rows (if any call of today has settled) say the day is not over.
+    const today = new Date().toISOString().slice(0, 10);
+    const todays = result.stdout.split('\n').filter((line) => line.startsWith(`   ${today}`));
+    for (const line of todays) expect(line).toContain(`${today} (today, partial)`);
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    expect(result.stdout).toContain(`   ${yesterday} `);
+    expect(result.stdout).not.toContain(`${yesterday} (today`);
   });
 });

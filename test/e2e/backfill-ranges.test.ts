@@ -66,3 +66,22 @@ describe('backfills of different ranges', () => {
     expect(again.stdout).not.toContain('resumed:');
   }, 120_000);
 });
+
+describe('a stop asked for', () => {
+  it('is said as a stop, not as an error', async () => {
+    const database = await cli.addDatabase();
+    cli.service.setFaults({ latencyMs: 40 });
+    const before = cli.service.stats().requests.total;
+    const run = startTelesync(['backfill', '--days', '30'], cli.envFor(database));
+    await waitFor(() => cli.service.stats().requests.total - before >= 8, {
+      what: 'a few requests of the backfill',
+    });
+    run.kill('SIGINT');
+    const stopped = await run.exited;
+    cli.service.setFaults({});
+    expect(stopped.stdout).toMatch(/^trunk_calls +MA_E2E_RANGES {2}stopped: /m);
+    expect(stopped.stdout).toContain('\n  stopped on request (shutdown) after the batch in hand');
+    expect(stopped.stdout).not.toContain('error:');
+    expect(stopped.stdout).toMatch(/ {2}stopped after \d+ of \d+ windows/);
+  }, 60_000);
+});

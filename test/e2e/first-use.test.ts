@@ -194,3 +194,18 @@ describe('backfill and dry-run messages say what is true', () => {
     ]);
   });
 });
+
+describe('a failed run', () => {
+  it('reads as one: no "(0 new or changed)", and its one request in the singular', async () => {
+    const result = await runTelesync(['sync', 'trunk_calls'], {
+      ...cli.env,
+      TELESYNC_AUTH_TOKEN: 'wrong-token-first-use',
+    });
+    expect(result.code).toBe(1);
+    const line = result.stdout.split('\n').find((text) => text.startsWith('trunk_calls'));
+    expect(line).toMatch(
+      /^trunk_calls +MA_E2E_FIRST {2}failed: 0 fetched, 0 stored, 0 rejected, 1 request, /,
+    );
+    expect(result.stdout).not.toContain('new or changed');
+  });
+});

@@ -5,6 +5,9 @@ import { findKnownAccounts } from '../db/repositories/status-repository.js';
 import { STREAM_NAMES, isStreamName, type StreamName } from '../domain/streams.js';
 import {
   findStreamState,
+  forgetAccount,
+  ForgetAccountBusyError,
+  previewForgetAccount,
   resetStreamState,
   STREAM_STATE_KIND,
   StateResetBusyError,
@@ -66,6 +69,76 @@ export function registerStateCommand(program: Command, context: CommandContext):
       if (name === undefined) throw new UsageError('name the stream to reset');
       context.setExit(await runStateReset(context, name, options));
     });
+  state
+    .command('forget')
+    .description(
+      'remove what telesync keeps about an account (a mistyped TELESYNC_AUTH_ID); data rows only with --data',
+    )
+    .requiredOption('--account <auth_id>', 'the account to forget')
+    .option('--data', 'remove its data rows too (calls, messages, endpoints…, rejected records)')
+    .option('--yes', 'do not ask for confirmation (needed when not on a terminal)')
+    .addHelpText(
+      'after',
+      "\nRemoves the account's sync state, window ledger, runs and lookup queues, so it leaves status and\n" +
+        'state show. Its data rows stay unless --data. Without --yes off a terminal, it says what it would\n' +
+        'remove and exits 2.\n\n' +
+        'Examples:\n  $ telesync state forget --account MA_TYPO\n' +
+        '  $ telesync state forget --account MA_TYPO --data --yes',
+    )
+    .action(async (options: { account: string; data?: boolean; yes?: boolean }) => {
+      context.setExit(await runStateForget(context, options));
+    });
+}
+
+async function runStateForget(
+  context: CommandContext,
+  options: { account: string; data?: boolean; yes?: boolean },
+): Promise<ExitCode> {
+  const app = context.app('state forget');
+  const request = { accountId: options.account, data: options.data === true };
+  return app.withMigratedDatabase(async (database) => {
+    const rows = await previewForgetAccount(database, request);
+    const total = rows.reduce((sum, entry) => sum + entry.rows, 0);
+    if (total === 0) {
+      context.io.out(
+        `account ${request.accountId}: nothing to forget (no ${request.data ? 'rows' : 'bookkeeping'} of it)`,
+      );
+      return EXIT.OK;
+    }
+    const what =
+      `remove ${rows
+        .filter((entry) => entry.rows > 0)
+        .map((entry) => `${plural(entry.rows, 'row')} of ${entry.table}`)
+        .join(', ')} of account ${request.accountId}` +
+      (request.data ? '' : '; its data rows are kept (--data removes them)');
+    if (options.yes !== true) {
+      if (context.io.confirm === undefined)
+        throw new UsageError(`state forget would ${what}; add --yes to confirm`);
+      if (!(await context.io.confirm(`This will ${what}. Go on?`))) {
+        writeNotice(context.io, 'info', 'nothing changed');
+        return EXIT.OK;
+      }
+    }
+    try {
+      const deleted = await forgetAccount(database, request);
+      const count = deleted.reduce((sum, entry) => sum + entry.rows, 0);
+      context.io.out(
+        `account ${request.accountId} forgotten: ${plural(count, 'row')} removed` +
+          (request.data ? ', data included' : '; data rows kept'),
+      );
+    } catch (error) {
+      if (!(error instanceof ForgetAccountBusyError)) throw error;
+      writeNotice(context.io, 'error', error.message);
+      return EXIT.FAILED;
+    }
+    if (app.config.accounts.some((account) => account.authId === request.accountId))
+      writeNotice(
+        context.io,
+        'warn',
+        `note: ${request.accountId} is still configured: its next run starts afresh`,
+      );
+    return EXIT.OK;
+  });
 }
 
 function parseOneStream(name: string | undefined): StreamName | undefined {

@@ -209,3 +209,73 @@ describe('a failed run', () => {
     expect(result.stdout).not.toContain('new or changed');
   });
 });
+
+describe('state forget', () => {
+  it('removes a mistyped account from status and state show, asking for --yes, and its data only with --data', async () => {
+    const database = await cli.addDatabase();
+    const typo = { ...cli.envFor(database), TELESYNC_AUTH_ID: 'MA_E2E_FRIST' };
+    const failed = await runTelesync(['sync', 'trunk_calls'], typo);
+    expect(failed.code).toBe(1);
+    const synced = await runTelesync(['sync', 'trunk_calls'], cli.envFor(database));
+    expect(synced.code, synced.stderr).toBe(0);
+    const accountsShown = async () => {
+      const shown = await runTelesync(['state', 'show', '--json'], cli.envFor(database));
+      const streams = (JSON.parse(shown.stdout) as { streams: { account: string }[] }).streams;
+      return [...new Set(streams.map((stream) => stream.account))].sort();
+    };
+    expect(await accountsShown()).toEqual(['MA_E2E_FIRST', 'MA_E2E_FRIST']);
+
+    const unconfirmed = await runTelesync(
+      ['state', 'forget', '--account', 'MA_E2E_FRIST'],
+      cli.envFor(database),
+    );
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stderr).toMatch(
+      /state forget would remove (\d+ rows? of sync_windows, )?1 row of sync_runs of account MA_E2E_FRIST; its data rows are kept .*add --yes to confirm/,
+    );
+    expect(await accountsShown()).toEqual(['MA_E2E_FIRST', 'MA_E2E_FRIST']);
+
+    const forgotten = await runTelesync(
+      ['state', 'forget', '--account', 'MA_E2E_FRIST', '--yes'],
+      cli.envFor(database),
+    );
+    expect(forgotten.code, forgotten.stderr).toBe(0);
+    expect(forgotten.stdout).toMatch(
+      /^account MA_E2E_FRIST forgotten: \d+ rows? removed; data rows kept/m,
+    );
+    expect(await accountsShown()).toEqual(['MA_E2E_FIRST']);
+    const status = await runTelesync(['status'], cli.envFor(database));
+    expect(status.stdout).not.toContain('MA_E2E_FRIST');
+
+    // The real account: bookkeeping only, then its data too.
+    const storedCalls = () =>
+      database.inspect(async ({ db }) =>
+        Number(
+          (
+            await db
+              .selectFrom('trunk_calls')
+              .select((eb) => eb.fn.countAll<string>().as('n'))
+              .where('account_id', '=', 'MA_E2E_FIRST')
+              .executeTakeFirstOrThrow()
+          ).n,
+        ),
+      );
+    const calls = await storedCalls();
+    expect(calls).toBeGreaterThan(0);
+    const kept = await runTelesync(
+      ['state', 'forget', '--account', 'MA_E2E_FIRST', '--yes'],
+      cli.envFor(database),
+    );
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(await storedCalls()).toBe(calls);
+    const all = await runTelesync(
+      ['state', 'forget', '--account', 'MA_E2E_FIRST', '--data', '--yes'],
+      cli.envFor(database),
+    );
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toContain(
+      `account MA_E2E_FIRST forgotten: ${calls.toLocaleString('en-US')} rows removed, data included`,
+    );
+    expect(await storedCalls()).toBe(0);
+  });
+});

@@ -72,7 +72,7 @@ describe('sync', () => {
     });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain(
-      '401 authentication failed: check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
+      '401 authentication failed: unknown auth_id or wrong auth_token; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
     );
     expect(cli.service.stats().requests.total).toBe(1);
     expect(result.stdout + result.stderr).not.toContain('wrong-token-0123');
@@ -101,7 +101,7 @@ describe('sync', () => {
     ]);
     for (const run of runs.slice(1)) {
       expect(run.error).toBe(
-        `skipped: the service refused the credentials of account ${ACCOUNT.authId} (401) in trunk_calls; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN`,
+        `skipped: the service refused the credentials of account ${ACCOUNT.authId} (401) in trunk_calls`,
       );
     }
     expect(cli.service.stats().requests.total).toBe(1);
@@ -327,7 +327,7 @@ describe('stream start', () => {
     );
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
-      /could not start the stream: POST .* failed: 400 the service rejected the request/,
+      /could not start the stream: 400 the service rejected the request/,
     );
   });
 

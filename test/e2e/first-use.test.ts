@@ -196,6 +196,26 @@ describe('backfill and dry-run messages say what is true', () => {
 });
 
 describe('a failed run', () => {
+  it('says its cause first and once: the request only as a detail of the log, the advice once per account', async () => {
+    const result = await runTelesync(['sync'], {
+      ...cli.env,
+      TELESYNC_AUTH_TOKEN: 'wrong-token-first',
+    });
+    expect(result.code).toBe(1);
+    const output = result.stdout + result.stderr;
+    // The request, with its URL-encoded query, is said once: the `path` of the logged error.
+    expect(output.split('end_time__gte=').length - 1).toBe(1);
+    const errors = jsonLines(result.stderr).filter((line) => line.level === 'error');
+    expect(errors).toHaveLength(1);
+    expect(String(errors[0]!.msg)).toMatch(/^run failed: 401 authentication failed/);
+    expect(errors[0]!.err).toMatchObject({ type: 'ApiError', status: 401 });
+    expect(String((errors[0]!.err as { path: string }).path)).toContain('end_time__gte=');
+    expect(errors[0]!.err).not.toHaveProperty('message');
+    expect(output.split('check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN').length - 1).toBe(2);
+    expect(result.stdout.split('check TELESYNC_AUTH_ID').length - 1).toBe(1);
+    expect(result.stdout.match(/skipped: /g)).toHaveLength(5);
+  });
+
   it('reads as one: no "(0 new or changed)", and its one request in the singular', async () => {
     const result = await runTelesync(['sync', 'trunk_calls'], {
       ...cli.env,

@@ -168,7 +168,7 @@ describe('run lines and errors say things once', () => {
       retryable: false,
     });
     expect(error.message).toBe(
-      'GET /v1/Account/MA_X/ failed: 401 authentication failed: check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN: unknown auth_id or wrong auth_token',
+      '401 authentication failed: unknown auth_id or wrong auth_token; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
     );
     expect(error.message.match(/authentication failed/g)).toHaveLength(1);
   });

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
+import { pingDatabase } from '../db/connect.js';
 import { findJobStateCounts } from '../db/repositories/job-queue-repository.js';
+import { sumRunsSince } from '../db/repositories/sync-runs-repository.js';
 import type { AccountJob, QueueCounts } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { accountQueueName, countAccountJobs } from '../jobs/pg-boss-queue.js';
@@ -31,6 +33,8 @@ import { createMultiProgressReporter } from './progress-reporter.js';
 import { INSTANT_FORMS, parseUserInstant, parseWholeNumber } from './user-input.js';
 import { writeNotice } from './notice.js';
 import { plural } from './plural.js';
+
+const number = new Intl.NumberFormat('en-US');
 
 interface BackfillOptions {
   days?: string;
@@ -319,6 +323,8 @@ async function runQueuedBackfill(
     })),
   );
   return app.withJobQueue(async (queue, database) => {
+    // The database's clock: the workers' runs of these jobs start after it.
+    const enqueuedAtMs = await pingDatabase(database);
     await queue.enqueue(jobs);
     const summary = {
       backfill_id: backfillId,
@@ -337,7 +343,7 @@ async function runQueuedBackfill(
       return EXIT.OK;
     }
     const shutdown = onShutdownSignal(() =>
-      context.io.err('stopped waiting; the workers go on with the backfill'),
+      writeNotice(context.io, 'info', 'stopped waiting; the workers go on with the backfill'),
     );
     const accountIds = accounts.map((account) => account.authId);
     const readCounts = async (): Promise<QueueCounts[]> =>
@@ -354,7 +360,9 @@ async function runQueuedBackfill(
       for (;;) {
         const left = counts.reduce((sum, row) => sum + row.waiting + row.active, 0);
         const failed = counts.reduce((sum, row) => sum + row.failed, 0);
-        context.io.err(
+        writeNotice(
+          context.io,
+          'info',
           `backfill ${backfillId.slice(0, 8)}: ${Math.max(0, jobs.length - left)}/${jobs.length} jobs done` +
             `${failed > 0 ? `, ${failed} failed` : ''}, ${plural(counts.filter((row) => row.active > 0).length, 'account')} in hand`,
         );
@@ -366,16 +374,42 @@ async function runQueuedBackfill(
       shutdown.dispose();
     }
     const failed = counts.filter((row) => row.failed > 0);
+    const totals = await sumRunsSince(database.db, {
+      accountIds,
+      command: 'worker backfill',
+      sinceMs: enqueuedAtMs,
+    });
+    // Timed from the first job's start, not from the enqueue: waiting for a worker is not reading.
+    const workMs =
+      totals.firstStartedMs === null || totals.lastFinishedMs === null
+        ? 0
+        : Math.max(0, totals.lastFinishedMs - totals.firstStartedMs);
+    const callsPerSecond = workMs > 0 ? Math.round((totals.recordsFetched * 1000) / workMs) : null;
+    const totalsText =
+      `${number.format(totals.recordsFetched)} calls fetched, ${number.format(totals.recordsUpserted)} stored, ` +
+      `${number.format(totals.recordsRejected)} rejected, ${plural(totals.requests, 'request')}` +
+      (workMs > 0
+        ? `; ${(workMs / 1000).toFixed(1)}s from the first job's start` +
+          (callsPerSecond === null ? '' : ` (${number.format(callsPerSecond)} calls/s)`)
+        : '');
     context.io.out(
       options.json === true
         ? JSON.stringify({
             ...summary,
             status: shutdown.signal.aborted ? 'queued' : failed.length > 0 ? 'failed' : 'succeeded',
             failed_accounts: failed.map((row) => row.accountId),
+            records_fetched: totals.recordsFetched,
+            records_upserted: totals.recordsUpserted,
+            records_rejected: totals.recordsRejected,
+            requests: totals.requests,
+            work_ms: workMs,
+            calls_per_second: callsPerSecond,
           })
-        : failed.length > 0
-          ? `done, but jobs failed for ${failed.map((row) => row.accountId).join(', ')} (see telesync status)`
-          : `done: ${jobs.length} jobs`,
+        : shutdown.signal.aborted
+          ? `stopped waiting after ${totalsText}`
+          : failed.length > 0
+            ? `done, but jobs failed for ${failed.map((row) => row.accountId).join(', ')} (see telesync status): ${totalsText}`
+            : `done: ${plural(jobs.length, 'job')}; ${totalsText}`,
     );
     return failed.length > 0 || shutdown.signal.aborted ? EXIT.FAILED : EXIT.OK;
   });

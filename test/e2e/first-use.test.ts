@@ -149,6 +149,39 @@ describe.runIf(cli.target.kind === 'postgres')('several workers on one host', ()
       for (const worker of workers) worker.kill('SIGKILL');
     }
   }, 90_000);
+
+  it('backfill --queue --wait ends with the totals of the jobs, timed from the first start', async () => {
+    const database = await cli.addDatabase();
+    const env = cli.envFor(database, { TELESYNC_HTTP_PORT: '0' });
+    const worker = startTelesync(['worker'], env, { timeoutMs: 90_000 });
+    try {
+      const done = await runTelesync(['backfill', '--days', '3', '--queue', '--wait'], env, {
+        timeoutMs: 80_000,
+      });
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stdout).toMatch(
+        /^done: \d+ jobs; [\d,]+ calls fetched, [\d,]+ stored, 0 rejected, \d+ requests?; [\d.]+s from the first job's start \([\d,]+ calls\/s\)$/m,
+      );
+      const fetched = Number(/([\d,]+) calls fetched/.exec(done.stdout)![1]!.replace(/,/g, ''));
+      const stored = await database.inspect(async ({ db }) =>
+        Number(
+          (
+            await db
+              .selectFrom('trunk_calls')
+              .select((eb) => eb.fn.countAll<string>().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        ),
+      );
+      expect(fetched).toBeGreaterThanOrEqual(stored);
+      expect(stored).toBeGreaterThan(0);
+      // Off a terminal, its progress lines are JSON like every other line on stderr.
+      expect(jsonLines(done.stderr).length).toBeGreaterThan(0);
+    } finally {
+      worker.kill('SIGTERM');
+      await worker.exited;
+    }
+  }, 100_000);
 });
 
 describe('backfill and dry-run messages say what is true', () => {

@@ -1,8 +1,12 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { useCliFixture } from '../support/cli-fixture.js';
 import { jsonLines, lastJson } from '../support/command-output.js';
-import { runTelesync, startTelesync } from '../support/run-telesync.js';
+import { runTelesync, startTelesync, TELESYNC_BIN } from '../support/run-telesync.js';
 import { waitFor } from '../support/telesync-process.js';
 
 const ACCOUNT = { authId: 'MA_E2E_RANGES', authToken: 'tok_e2e_ranges_secret' };
@@ -83,5 +87,53 @@ describe('a stop asked for', () => {
     expect(stopped.stdout).toContain('\n  stopped on request (shutdown) after the batch in hand');
     expect(stopped.stdout).not.toContain('error:');
     expect(stopped.stdout).toMatch(/ {2}stopped after \d+ of \d+ windows/);
+  }, 60_000);
+});
+
+/** `script` (util-linux) gives the command a terminal, as a person running it has. */
+const hasScript = spawnSync('script', ['--version']).status === 0;
+
+describe.runIf(process.platform === 'linux' && hasScript)('on a terminal', () => {
+  it('Ctrl-C during the progress bar: the message starts a line of its own', async () => {
+    const database = await cli.addDatabase();
+    cli.service.setFaults({ latencyMs: 250 });
+    const before = cli.service.stats().requests.total;
+    const env = { ...cli.envFor(database), TELESYNC_LOG_LEVEL: 'warn' };
+    const quoted = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+    const child = spawn(
+      'script',
+      [
+        '-qfec',
+        `${quoted(process.execPath)} ${quoted(TELESYNC_BIN)} backfill --days 60`,
+        '/dev/null',
+      ],
+      {
+        cwd: mkdtempSync(join(tmpdir(), 'telesync-cwd-')),
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TERM: 'xterm', ...env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+    try {
+      await waitFor(
+        () => cli.service.stats().requests.total - before >= 4 && output.includes('calls/s'),
+        { what: 'the progress bar of the backfill' },
+      );
+      child.stdin.write('\x03');
+      await exited;
+    } finally {
+      child.kill('SIGKILL');
+      cli.service.setFaults({});
+    }
+    const at = output.indexOf('stopping after the batch in hand');
+    expect(at, output).toBeGreaterThan(0);
+    // What comes just before the message ends a line or clears it: never the bar's own text.
+    const lead = output.slice(0, at);
+    expect(
+      lead.endsWith('\n') || lead.endsWith('\r\u001b[2K'),
+      JSON.stringify(lead.slice(-80)),
+    ).toBe(true);
   }, 60_000);
 });

@@ -286,7 +286,6 @@ describe('state forget', () => {
     expect(unconfirmed.stderr).toMatch(
       /state forget would remove (\d+ rows? of sync_windows, )?1 row of sync_runs of account MA_E2E_FRIST; its data rows are kept .*add --yes to confirm/,
     );
-    expect(await accountsShown()).toEqual(['MA_E2E_FIRST', 'MA_E2E_FRIST']);
 
     const forgotten = await runTelesync(
       ['state', 'forget', '--account', 'MA_E2E_FRIST', '--yes'],
@@ -297,8 +296,6 @@ describe('state forget', () => {
       /^account MA_E2E_FRIST forgotten: \d+ rows? removed; data rows kept/m,
     );
     expect(await accountsShown()).toEqual(['MA_E2E_FIRST']);
-    const status = await runTelesync(['status'], cli.envFor(database));
-    expect(status.stdout).not.toContain('MA_E2E_FRIST');
 
     // The real account: bookkeeping only, then its data too.
     const storedCalls = () =>

@@ -116,7 +116,9 @@ export function registerBackfillCommand(program: Command, context: CommandContex
     .addHelpText(
       'after',
       '\nWhole UTC days are read (the window slices), oldest first. Stopped with Ctrl-C or killed, the same\n' +
-        'command resumes: windows it already read are skipped. The incremental watermark never moves back.\n\n' +
+        'command resumes: windows it already read are skipped; a backfill of another range keeps that resume\n' +
+        'point. A finished range asked for again is read again, and the run says how much of it the ledger\n' +
+        'held complete. The incremental watermark never moves back.\n\n' +
         'Examples:\n  $ telesync backfill --days 90\n  $ telesync backfill --from 2026-10-01 --to 2026-10-08\n  $ telesync backfill --days 90 --dry-run',
     )
     .action(async (options: BackfillOptions) => {

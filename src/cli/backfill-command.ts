@@ -273,7 +273,9 @@ function reportBackfill(
     }
     if (result.status === 'skipped') {
       // Nothing was read: exit 1, as for a failure, so a script does not take it for a backfill.
-      context.io.err(
+      writeNotice(
+        context.io,
+        'warn',
         `backfill of ${result.accountId} not run: another trunk_calls run held the lock; run the same command again later, or with --wait`,
       );
     }

@@ -104,7 +104,7 @@ export function createMultiProgressReporter(
             const now = performance.now();
             if (now - lastTotalAt >= TOTAL_LINE_INTERVAL_MS) {
               lastTotalAt = now;
-              io.err(progressLine(totalLabel, total(), now - started));
+              writeNotice(io, 'info', progressLine(totalLabel, total(), now - started));
             }
           },
           finish() {},
@@ -115,7 +115,8 @@ export function createMultiProgressReporter(
     return {
       reporter: (key) => reporters.get(key)!,
       finish() {
-        if (latest.size > 0) io.err(progressLine(totalLabel, total(), performance.now() - started));
+        if (latest.size > 0)
+          writeNotice(io, 'info', progressLine(totalLabel, total(), performance.now() - started));
       },
     };
   }

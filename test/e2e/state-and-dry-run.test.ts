@@ -198,7 +198,7 @@ describe('state show and state reset', () => {
       cli.env,
     );
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toContain('2 lookup(s) re-queued');
+    expect(result.stdout).toContain('2 lookups re-queued');
     const show = await runTelesync(['state', 'show', 'messages', '--json'], cli.env);
     expect(jsonLines(show.stdout)[0]).toMatchObject({
       streams: [{ stream: 'messages', lookups: { pending: 2, not_found: 0, failed: 0 } }],

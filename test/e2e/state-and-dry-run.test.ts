@@ -72,7 +72,7 @@ describe('dry runs change nothing and send nothing', () => {
     expect(result.stdout).toMatch(/count \(read before\), [\d,]+ known from the ledger, 1 request/);
     expect(result.stdout).toMatch(/requests: .*at TELESYNC_MAX_RPS=4: /);
     expect(result.stdout).toMatch(
-      /^messages +MA_E2E_STATE {2}dry run \(sync\): 0 lookup\(s\) pending/m,
+      /^messages +MA_E2E_STATE {2}dry run \(sync\): 0 lookups pending/m,
     );
     expect(await bookkeeping(cli.database)).toBe(before);
     expect(cli.service.stats().requests.total).toBe(0);

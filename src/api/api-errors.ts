@@ -119,30 +119,44 @@ export function mayHaveActed(error: ApiError): boolean {
   return true;
 }
 
-/** What the status means for the person reading the error, and what to do about it. */
-const STATUS_ADVICE: Readonly<Record<number, string>> = {
-  400: 'the service rejected the request',
-  401: 'authentication failed: check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
-  403: 'the account may not use this operation',
-  404: 'not found',
-  405: 'method not allowed',
-  429: 'rate limited by the service: lower TELESYNC_MAX_RPS if this persists',
+/** What a status means for the person reading the error (its cause), and what to do about it. */
+const STATUS_MEANING: Readonly<Record<number, { cause: string; advice?: string }>> = {
+  400: { cause: 'the service rejected the request' },
+  401: {
+    cause: 'authentication failed',
+    advice: 'check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
+  },
+  403: { cause: 'the account may not use this operation' },
+  404: { cause: 'not found' },
+  405: { cause: 'method not allowed' },
+  429: {
+    cause: 'rate limited by the service',
+    advice: 'lower TELESYNC_MAX_RPS if this persists',
+  },
 };
 
+/**
+ * The failure as one line, cause first: `401 authentication failed: unknown auth_id or wrong
+ * auth_token; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN [api_id …]`. The request (method, path
+ * and query) is not repeated here: it is a field of the error (`method`, `path`), which the JSON
+ * log carries.
+ */
 function describeApiFailure(details: ApiErrorDetails): string {
-  const request = `${details.method} ${details.path}`;
   let what: string;
+  let advice: string | undefined;
   switch (details.kind) {
     case 'http': {
       const status = details.status ?? 0;
-      const advice =
-        STATUS_ADVICE[status] ??
+      const meaning = STATUS_MEANING[status];
+      advice = meaning?.advice;
+      const cause =
+        meaning?.cause ??
         (status >= 500
           ? 'the service had an internal problem'
           : status >= 300 && status < 400
             ? 'redirected'
             : 'unexpected answer');
-      what = `${status} ${advice}`;
+      what = `${status} ${cause}`;
       break;
     }
     case 'network':
@@ -164,12 +178,12 @@ function describeApiFailure(details: ApiErrorDetails): string {
   const service = details.serviceMessage
     ? `: ${withoutRepeatedLead(details.serviceMessage, what)}`
     : '';
-  const apiId = details.apiId ? ` [api_id ${details.apiId}]` : '';
   const attempts =
     details.attempts !== undefined && details.attempts > 1
-      ? ` after ${details.attempts} attempts`
+      ? ` (after ${details.attempts} attempts)`
       : '';
-  return `${request} failed${attempts}: ${what}${service}${apiId}`;
+  const apiId = details.apiId ? ` [api_id ${details.apiId}]` : '';
+  return `${what}${service}${attempts}${advice === undefined ? '' : `; ${advice}`}${apiId}`;
 }
 
 /**

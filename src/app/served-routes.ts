@@ -38,6 +38,11 @@ export interface ServedRoutesInput {
   readonly streams: readonly StreamName[];
   /** Node's process metrics on /metrics too. */
   readonly processMetrics: boolean;
+  /**
+   * Whether a taken default port moves the server to a free one (a host runs several workers)
+   * rather than stop the process; a port given in TELESYNC_HTTP_PORT is always kept. Default false.
+   */
+  readonly nextFreePort?: boolean;
 }
 
 /** What a long-running process (`schedule`, `worker`) serves, built once. */
@@ -116,7 +121,11 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
     serve: async () => {
       const own = streamCallbacks.on ? streamCallbacks.listen : undefined;
       const main = await listen(
-        { host: config.schedule.httpHost, port: config.schedule.httpPort },
+        {
+          host: config.schedule.httpHost,
+          port: config.schedule.httpPort,
+          orNextFree: input.nextFreePort === true && !config.schedule.httpPortGiven,
+        },
         routes(Date.now(), own === undefined),
         log,
       );
@@ -191,7 +200,13 @@ const CALLBACK_LISTENER_KEYS: ListenerKeys = {
   serves: 'stream callbacks',
 };
 
-/** The HTTP server, or undefined when the port is 0; a port in use is a configuration problem. */
+/** Ports tried after a taken one (settings.orNextFree) before any free port the system picks. */
+const NEXT_PORTS_TRIED = 16;
+
+/**
+ * The HTTP server, or undefined when the port is 0; a port in use is a configuration problem,
+ * unless `settings.orNextFree`: then the next free port of the following few, or any free one.
+ */
 export async function listen(
   settings: HttpSettings,
   routes: readonly HttpRoute[],
@@ -201,6 +216,7 @@ export async function listen(
   const { host, port } = settings;
   if (port === 0) return undefined;
   try {
+    if (settings.orNextFree === true) return await listenOnNextFree(host, port, routes, log);
     return await startHttpServer({ host, port, routes, log });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -214,4 +230,26 @@ export async function listen(
       },
     ]);
   }
+}
+
+async function listenOnNextFree(
+  host: string,
+  port: number,
+  routes: readonly HttpRoute[],
+  log: Logger,
+): Promise<RunningHttpServer> {
+  const candidates = [
+    ...Array.from({ length: NEXT_PORTS_TRIED + 1 }, (_, index) => port + index).filter(
+      (candidate) => candidate <= 65_535,
+    ),
+    0,
+  ];
+  for (const candidate of candidates) {
+    try {
+      return await startHttpServer({ host, port: candidate, routes, log });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || candidate === 0) throw error;
+    }
+  }
+  throw new Error('unreachable: port 0 either listens or throws');
 }

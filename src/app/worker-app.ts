@@ -170,6 +170,7 @@ export async function openWorkerApp(
     log,
     streams,
     processMetrics: true,
+    nextFreePort: true,
   });
   const { metrics } = served;
 

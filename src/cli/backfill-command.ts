@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
+import { pingDatabase } from '../db/connect.js';
 import { findJobStateCounts } from '../db/repositories/job-queue-repository.js';
+import { sumRunsSince } from '../db/repositories/sync-runs-repository.js';
 import type { AccountJob, QueueCounts } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { accountQueueName, countAccountJobs } from '../jobs/pg-boss-queue.js';
@@ -30,6 +32,9 @@ import { onShutdownSignal } from './shutdown.js';
 import { createMultiProgressReporter } from './progress-reporter.js';
 import { INSTANT_FORMS, parseUserInstant, parseWholeNumber } from './user-input.js';
 import { writeNotice } from './notice.js';
+import { plural } from './plural.js';
+
+const number = new Intl.NumberFormat('en-US');
 
 interface BackfillOptions {
   days?: string;
@@ -61,8 +66,18 @@ export function formatBackfillCoverage(result: SyncResult, plan: BackfillPlan): 
     ];
   }
   const lines = [
-    `  covered ${formatIsoMicros(plan.covered.start)} to ${formatIsoMicros(plan.covered.end)} (${plan.windows.length} windows)`,
+    `  covered ${formatIsoMicros(plan.covered.start)} to ${formatIsoMicros(plan.covered.end)} (${plural(plan.windows.length, 'window')})`,
   ];
+  const { windowsResumed, windowsRereadComplete } = result.stats;
+  if (windowsResumed > 0)
+    lines.push(
+      `  resumed: ${plural(windowsResumed, 'window')} read before by this unfinished backfill ${windowsResumed === 1 ? 'was' : 'were'} skipped`,
+    );
+  if (windowsRereadComplete > 0)
+    lines.push(
+      `  read again: ${plural(windowsRereadComplete, 'window')} the ledger already held complete (a backfill re-reads its ` +
+        'whole range; `telesync sync` alone keeps complete days current)',
+    );
   const notRead = planLeftOut(plan)
     .filter((part) => part.why !== 'beyond-horizon')
     .map((part) =>
@@ -101,7 +116,9 @@ export function registerBackfillCommand(program: Command, context: CommandContex
     .addHelpText(
       'after',
       '\nWhole UTC days are read (the window slices), oldest first. Stopped with Ctrl-C or killed, the same\n' +
-        'command resumes: windows it already read are skipped. The incremental watermark never moves back.\n\n' +
+        'command resumes: windows it already read are skipped; a backfill of another range keeps that resume\n' +
+        'point. A finished range asked for again is read again, and the run says how much of it the ledger\n' +
+        'held complete. The incremental watermark never moves back.\n\n' +
         'Examples:\n  $ telesync backfill --days 90\n  $ telesync backfill --from 2026-10-01 --to 2026-10-08\n  $ telesync backfill --days 90 --dry-run',
     )
     .action(async (options: BackfillOptions) => {
@@ -126,6 +143,10 @@ export function backfillRange(options: BackfillOptions, nowMillis: number): Time
     throw new UsageError('say what to backfill: --days N (1 to 90), or --from TIME [--to TIME]');
   }
   const start = parseUserInstant(options.from, '--from');
+  if (options.to === undefined && start >= now)
+    throw new UsageError(
+      `--from (${formatIsoMicros(start)}) is in the future: give a time before now (${formatIsoMicros(now)}), or --days N`,
+    );
   const end = options.to === undefined ? now : parseUserInstant(options.to, '--to');
   if (end <= start)
     throw new UsageError(
@@ -155,7 +176,7 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
           'info',
           'dry run: nothing is sent to the service and nothing is written',
         );
-      for (const account of accounts) {
+      for (const [index, account] of accounts.entries()) {
         const preview = await previewBackfill(
           database,
           account.authId,
@@ -163,6 +184,8 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
           app.config.sync,
           now,
         );
+        if (index === 0 && options.json !== true && preview.backfill !== undefined)
+          noteBeyondHorizon(context, preview.backfill);
         context.io.out(
           options.json === true
             ? JSON.stringify(previewJson(preview, maxRps))
@@ -228,16 +251,8 @@ function reportBackfill(
   for (const result of results) {
     const plan = result.backfill;
     const leftOut = plan === undefined ? [] : planLeftOut(plan);
-    const beyond = leftOut.find((part) => part.why === 'beyond-horizon');
-    if (beyond !== undefined && !json && !horizonNoted) {
-      horizonNoted = true;
-      writeNotice(
-        context.io,
-        'warn',
-        `note: ${formatIsoMicros(beyond.start)} to ${formatIsoMicros(beyond.end)} is older than the ` +
-          "service's 90-day horizon and cannot be read; the backfill starts at the horizon",
-      );
-    }
+    if (plan !== undefined && !json && !horizonNoted)
+      horizonNoted = noteBeyondHorizon(context, plan);
     if (json) {
       context.io.out(
         JSON.stringify({
@@ -258,11 +273,29 @@ function reportBackfill(
     }
     if (result.status === 'skipped') {
       // Nothing was read: exit 1, as for a failure, so a script does not take it for a backfill.
-      context.io.err(
+      writeNotice(
+        context.io,
+        'warn',
         `backfill of ${result.accountId} not run: another trunk_calls run held the lock; run the same command again later, or with --wait`,
       );
     }
   }
+}
+
+/**
+ * Says once, when the range reaches past the service's horizon, what cannot be read (the real run
+ * and its dry run alike). Returns whether it said so.
+ */
+function noteBeyondHorizon(context: CommandContext, plan: BackfillPlan): boolean {
+  const beyond = planLeftOut(plan).find((part) => part.why === 'beyond-horizon');
+  if (beyond === undefined) return false;
+  writeNotice(
+    context.io,
+    'warn',
+    `note: ${formatIsoMicros(beyond.start)} to ${formatIsoMicros(beyond.end)} is older than the ` +
+      "service's 90-day horizon and cannot be read; the backfill starts at the horizon",
+  );
+  return true;
 }
 
 /** How often `--queue --wait` reads the queue. */
@@ -294,6 +327,8 @@ async function runQueuedBackfill(
     })),
   );
   return app.withJobQueue(async (queue, database) => {
+    // The database's clock: the workers' runs of these jobs start after it.
+    const enqueuedAtMs = await pingDatabase(database);
     await queue.enqueue(jobs);
     const summary = {
       backfill_id: backfillId,
@@ -307,12 +342,12 @@ async function runQueuedBackfill(
       context.io.out(
         options.json === true
           ? JSON.stringify({ ...summary, status: 'queued' })
-          : `queued ${jobs.length} jobs (${windows.length} windows × ${accounts.length} accounts) for the workers`,
+          : `queued ${plural(jobs.length, 'job')} (${plural(windows.length, 'window')} × ${plural(accounts.length, 'account')}) for the workers`,
       );
       return EXIT.OK;
     }
     const shutdown = onShutdownSignal(() =>
-      context.io.err('stopped waiting; the workers go on with the backfill'),
+      writeNotice(context.io, 'info', 'stopped waiting; the workers go on with the backfill'),
     );
     const accountIds = accounts.map((account) => account.authId);
     const readCounts = async (): Promise<QueueCounts[]> =>
@@ -329,9 +364,11 @@ async function runQueuedBackfill(
       for (;;) {
         const left = counts.reduce((sum, row) => sum + row.waiting + row.active, 0);
         const failed = counts.reduce((sum, row) => sum + row.failed, 0);
-        context.io.err(
+        writeNotice(
+          context.io,
+          'info',
           `backfill ${backfillId.slice(0, 8)}: ${Math.max(0, jobs.length - left)}/${jobs.length} jobs done` +
-            `${failed > 0 ? `, ${failed} failed` : ''}, ${counts.filter((row) => row.active > 0).length} accounts in hand`,
+            `${failed > 0 ? `, ${failed} failed` : ''}, ${plural(counts.filter((row) => row.active > 0).length, 'account')} in hand`,
         );
         if (left === 0 || shutdown.signal.aborted) break;
         await sleep(QUEUE_PROGRESS_MS, shutdown.signal).catch(() => undefined);
@@ -341,16 +378,42 @@ async function runQueuedBackfill(
       shutdown.dispose();
     }
     const failed = counts.filter((row) => row.failed > 0);
+    const totals = await sumRunsSince(database.db, {
+      accountIds,
+      command: 'worker backfill',
+      sinceMs: enqueuedAtMs,
+    });
+    // Timed from the first job's start, not from the enqueue: waiting for a worker is not reading.
+    const workMs =
+      totals.firstStartedMs === null || totals.lastFinishedMs === null
+        ? 0
+        : Math.max(0, totals.lastFinishedMs - totals.firstStartedMs);
+    const callsPerSecond = workMs > 0 ? Math.round((totals.recordsFetched * 1000) / workMs) : null;
+    const totalsText =
+      `${number.format(totals.recordsFetched)} calls fetched, ${number.format(totals.recordsUpserted)} stored, ` +
+      `${number.format(totals.recordsRejected)} rejected, ${plural(totals.requests, 'request')}` +
+      (workMs > 0
+        ? `; ${(workMs / 1000).toFixed(1)}s from the first job's start` +
+          (callsPerSecond === null ? '' : ` (${number.format(callsPerSecond)} calls/s)`)
+        : '');
     context.io.out(
       options.json === true
         ? JSON.stringify({
             ...summary,
             status: shutdown.signal.aborted ? 'queued' : failed.length > 0 ? 'failed' : 'succeeded',
             failed_accounts: failed.map((row) => row.accountId),
+            records_fetched: totals.recordsFetched,
+            records_upserted: totals.recordsUpserted,
+            records_rejected: totals.recordsRejected,
+            requests: totals.requests,
+            work_ms: workMs,
+            calls_per_second: callsPerSecond,
           })
-        : failed.length > 0
-          ? `done, but jobs failed for ${failed.map((row) => row.accountId).join(', ')} (see telesync status)`
-          : `done: ${jobs.length} jobs`,
+        : shutdown.signal.aborted
+          ? `stopped waiting after ${totalsText}`
+          : failed.length > 0
+            ? `done, but jobs failed for ${failed.map((row) => row.accountId).join(', ')} (see telesync status): ${totalsText}`
+            : `done: ${plural(jobs.length, 'job')}; ${totalsText}`,
     );
     return failed.length > 0 || shutdown.signal.aborted ? EXIT.FAILED : EXIT.OK;
   });

@@ -25,9 +25,26 @@ export function processIo(): CliIo {
     isTty: process.stdout.isTTY === true,
     ...(process.stderr.isTTY ? { terminal: process.stderr } : {}),
     out: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
-    err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+    // On a terminal a progress bar may hold the line: clear it first, so a message never runs on
+    // from "about 17s left" (the bar draws itself again below).
+    err: (text) =>
+      process.stderr.write(
+        `${process.stderr.isTTY ? '\r\x1b[2K' : ''}${text.endsWith('\n') ? text : `${text}\n`}`,
+      ),
     ...(process.stdin.isTTY && process.stderr.isTTY ? { confirm: askOnTerminal } : {}),
   };
+}
+
+/**
+ * A reader that closed its end of our stdout (`telesync status | head -1`) has what it wanted:
+ * the command ends at once, quietly and successfully, like other Unix tools, instead of dying on
+ * EPIPE with a stack.
+ */
+export function endQuietlyWhenStdoutCloses(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
 }
 
 async function askOnTerminal(question: string): Promise<boolean> {

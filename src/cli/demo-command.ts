@@ -115,7 +115,7 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
         results.push(await run('messages'), await run('powerpacks'));
 
         io.out('\n5. billing, from the billing_daily view (last 7 UTC days, per direction)');
-        io.out(await billingSummary(database));
+        io.out(await billingSummary(database, new Date().toISOString().slice(0, 10)));
         io.out(
           `\nThe data lives in ${database.location} (schema "${database.schema}"). ` +
             `Try: npx telesync status${database.kind === 'embedded' ? '' : `, or psql and SELECT * FROM ${database.schema}.billing_daily`}.` +
@@ -158,28 +158,30 @@ export function explainBackfillCount(
 }
 
 /**
- * A decimal text (numeric from the database) for people: at most `decimals` places, trailing
- * zeros dropped, grouped unless `grouping` is false.
+ * A decimal text (numeric from the database) for people, exact: the whole part grouped by
+ * thousands, the fraction kept digit for digit (never through a float), or with its trailing zeros
+ * dropped when `trimZeros`.
  */
-export function formatDecimalText(text: string, decimals: number, grouping = true): string {
-  const value = Number(text);
-  if (!Number.isFinite(value)) return text;
-  return new Intl.NumberFormat('en-US', {
-    maximumFractionDigits: decimals,
-    useGrouping: grouping,
-  }).format(value);
+export function formatDecimalText(text: string, options: { trimZeros?: boolean } = {}): string {
+  const match = /^([+-]?)(\d+)(?:\.(\d*))?$/.exec(text.trim());
+  if (match === null) return text;
+  const [, sign, whole, fraction = ''] = match;
+  const grouped = whole!.replace(/\B(?=(\d{3})+$)/g, ',');
+  const kept = options.trimZeros === true ? fraction.replace(/0+$/, '') : fraction;
+  return `${sign}${grouped}${kept === '' ? '' : `.${kept}`}`;
 }
 
-async function billingSummary(database: Database): Promise<string> {
+async function billingSummary(database: Database, today: string): Promise<string> {
   const { days, totals } = await findBillingSummary(database.db, DEMO_ACCOUNT, 7);
   const table = [
     ['day', 'direction', 'calls', 'billed minutes', 'total amount'],
     ...days.map((row) => [
-      row.day,
+      // Today is not over: its figures grow until midnight UTC.
+      row.day === today ? `${row.day} (today, partial)` : row.day,
       row.direction ?? '',
       number.format(row.calls),
-      formatDecimalText(row.billedMinutes, 1),
-      row.totalAmount,
+      formatDecimalText(row.billedMinutes, { trimZeros: true }),
+      formatDecimalText(row.totalAmount),
     ]),
   ];
   const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
@@ -187,5 +189,5 @@ async function billingSummary(database: Database): Promise<string> {
     (row) =>
       `   ${row.map((cell, column) => (column >= 2 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ')}`,
   );
-  return `${lines.join('\n')}\n   all 90 days: ${number.format(totals.calls)} calls, ${formatDecimalText(totals.billedMinutes, 1, false)} billed minutes, total amount ${totals.totalAmount}`;
+  return `${lines.join('\n')}\n   all 90 days: ${number.format(totals.calls)} calls, ${formatDecimalText(totals.billedMinutes, { trimZeros: true })} billed minutes, total amount ${formatDecimalText(totals.totalAmount)}`;
 }

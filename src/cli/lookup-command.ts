@@ -5,8 +5,7 @@ import type { StreamName } from '../domain/streams.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { formatRunLine, runJson } from './run-report.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from './user-input.js';
 
 interface LookupOptions {
   account?: string;
@@ -71,7 +70,7 @@ async function runLookup(
   options: LookupOptions,
 ): Promise<ExitCode> {
   const lookup = LOOKUPS[kind];
-  const invalid = uuids.filter((uuid) => !UUID.test(uuid));
+  const invalid = uuids.filter((uuid) => !isUuid(uuid));
   if (invalid.length > 0) {
     throw new UsageError(
       `not a ${lookup.noun}: ${invalid.map((uuid) => `"${uuid}"`).join(', ')} (expected the form 8a1c7c6e-3f3e-4b8e-9d60-1f2a3b4c5d6e)`,

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { pingDatabase } from '../db/connect.js';
 import { listMigrationStatus, migrateToLatest } from '../db/migrate.js';
 import { createWorkersTable } from '../db/repositories/job-queue-repository.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
@@ -23,6 +24,8 @@ export function registerMigrateCommand(program: Command, context: CommandContext
 async function runMigrate(context: CommandContext, statusOnly: boolean): Promise<ExitCode> {
   const app = context.app('migrate');
   return app.withDatabase(async (database) => {
+    // The first command a user runs: a database that is missing or down is said with what to check.
+    await pingDatabase(database);
     const { io } = context;
     if (statusOnly) {
       const statuses = await listMigrationStatus(database);

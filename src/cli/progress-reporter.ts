@@ -2,6 +2,7 @@ import cliProgress from 'cli-progress';
 import type { RunStats } from '../sync/run-context.js';
 import type { CliIo } from './cli-io.js';
 import { writeNotice } from './notice.js';
+import { plural } from './plural.js';
 
 const number = new Intl.NumberFormat('en-US');
 
@@ -89,7 +90,7 @@ export function createMultiProgressReporter(
     }
     return sum;
   };
-  const totalLabel = `${label} total (${keys.length} accounts)`;
+  const totalLabel = `${label} total (${plural(keys.length, 'account')})`;
 
   if (io.terminal === undefined) {
     let lastTotalAt = started;
@@ -103,7 +104,7 @@ export function createMultiProgressReporter(
             const now = performance.now();
             if (now - lastTotalAt >= TOTAL_LINE_INTERVAL_MS) {
               lastTotalAt = now;
-              io.err(progressLine(totalLabel, total(), now - started));
+              writeNotice(io, 'info', progressLine(totalLabel, total(), now - started));
             }
           },
           finish() {},
@@ -114,7 +115,8 @@ export function createMultiProgressReporter(
     return {
       reporter: (key) => reporters.get(key)!,
       finish() {
-        if (latest.size > 0) io.err(progressLine(totalLabel, total(), performance.now() - started));
+        if (latest.size > 0)
+          writeNotice(io, 'info', progressLine(totalLabel, total(), performance.now() - started));
       },
     };
   }

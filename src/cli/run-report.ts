@@ -1,4 +1,5 @@
-import type { RunPreview } from '../sync/run-preview.js';
+import { PAGE_SIZE, type RunPreview } from '../sync/run-preview.js';
+import { plural } from './plural.js';
 import type { SyncResult } from '../sync/run-stream.js';
 import { loadWaitWorthSaying } from '../domain/load-wait.js';
 import { formatIsoFixed, formatIsoMicros } from '../util/micros.js';
@@ -14,15 +15,22 @@ export function formatRunLine(result: SyncResult): string {
     return `${head}: ${(result.error ?? '').replace(/^skipped: /, '')}`;
   const parts = [
     `${number.format(stats.recordsFetched)} fetched`,
-    `${number.format(stats.recordsUpserted)} stored (${number.format(stats.recordsChanged)} new or changed)`,
+    // "(0 new or changed)" would read as a finding on a run that failed or stopped part way.
+    `${number.format(stats.recordsUpserted)} stored${result.status === 'succeeded' || stats.recordsChanged > 0 ? ` (${number.format(stats.recordsChanged)} new or changed)` : ''}`,
     `${number.format(stats.recordsRejected)} rejected`,
-    `${number.format(requests.requests)} requests${requests.retries > 0 ? ` (${number.format(requests.retries)} retries)` : ''}`,
+    `${plural(requests.requests, 'request')}${requests.retries > 0 ? ` (${number.format(requests.retries)} retries)` : ''}`,
     `${(result.durationMs / 1000).toFixed(1)}s`,
   ];
   if (loadWaitWorthSaying(stats.loadWaitMs, result.durationMs)) {
     parts.push(`${(stats.loadWaitMs / 1000).toFixed(1)}s of it waiting for the database`);
   }
-  const tail = result.error !== undefined ? `\n  error: ${result.error}` : '';
+  // A stop asked for (Ctrl-C, SIGTERM) is not a failure: said as it is, not labelled an error.
+  const tail =
+    result.error === undefined
+      ? ''
+      : result.status === 'stopped'
+        ? `\n  ${result.error}`
+        : `\n  error: ${result.error}`;
   const gap =
     stats.gap !== undefined
       ? '\n  warning: calls older than the 90-day horizon were never synced (see sync_runs.gap_start/gap_end)'
@@ -68,7 +76,7 @@ export function formatPreview(preview: RunPreview, maxRps: number): string {
     lines.push(
       preview.range === undefined
         ? `${head}: nothing to read`
-        : `${head}: ${preview.windows.length} window(s), ${formatIsoMicros(preview.range.start)} to ${formatIsoMicros(preview.range.end)}`,
+        : `${head}: ${plural(preview.windows.length, 'window')}, ${formatIsoMicros(preview.range.start)} to ${formatIsoMicros(preview.range.end)}`,
     );
     for (const window of preview.windows) {
       const what =
@@ -82,25 +90,36 @@ export function formatPreview(preview: RunPreview, maxRps: number): string {
           ? 'count unknown'
           : `${number.format(window.knownCount)} known from the ledger`;
       const cost =
-        window.requests === null
-          ? 'requests unknown'
-          : `${number.format(window.requests)} request(s)`;
+        window.requests === null ? 'requests unknown' : plural(window.requests, 'request');
       lines.push(
         `  ${formatIsoMicros(window.start)} to ${formatIsoMicros(window.end)}  ${what}, ${known}, ${cost}`,
       );
     }
   } else if (preview.lookupsDue !== null) {
-    lines.push(`${head}: ${number.format(preview.lookupsDue)} lookup(s) pending in the queue`);
+    lines.push(`${head}: ${plural(preview.lookupsDue, 'lookup')} pending in the queue`);
   } else {
     lines.push(`${head}: a full snapshot; its size is known only to the service`);
   }
-  const unknown =
-    preview.unknownParts > 0 ? ` (+ unknown: ${preview.unknownParts} part(s) never counted)` : '';
-  lines.push(
-    `  requests: ${preview.unknownParts > 0 ? 'at least ' : ''}${number.format(preview.requestsKnown)}${unknown}; ` +
-      `at TELESYNC_MAX_RPS=${maxRps}: ${preview.unknownParts > 0 ? 'at least ' : ''}${durationAtRate(preview.requestsKnown, maxRps)}`,
-  );
+  lines.push(`  requests: ${formatPreviewRequests(preview, maxRps)}`);
   return lines.join('\n');
+}
+
+/** What a previewed run costs in requests, saying what only the service can tell as such. */
+function formatPreviewRequests(preview: RunPreview, maxRps: number): string {
+  const known = number.format(preview.requestsKnown);
+  const atRate = `at TELESYNC_MAX_RPS=${maxRps}`;
+  if (preview.unknownParts === 0)
+    return `${known}; ${atRate}: ${durationAtRate(preview.requestsKnown, maxRps)}`;
+  if (preview.stream !== 'trunk_calls' && preview.lookupsDue === null)
+    return `1 per page of ${PAGE_SIZE} records; how many pages is known only once read`;
+  const rest =
+    preview.stream === 'trunk_calls'
+      ? `1 per page of ${PAGE_SIZE} in ${plural(preview.unknownParts, 'window')} never counted`
+      : 'one per sender pack the new messages reference';
+  return (
+    `at least ${known}, plus ${rest}; ` +
+    `${atRate}: at least ${durationAtRate(preview.requestsKnown, maxRps)}`
+  );
 }
 
 /** The same for scripts (`--dry-run --json`): snake_case, timestamps with six fraction digits. */

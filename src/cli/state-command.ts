@@ -5,6 +5,9 @@ import { findKnownAccounts } from '../db/repositories/status-repository.js';
 import { STREAM_NAMES, isStreamName, type StreamName } from '../domain/streams.js';
 import {
   findStreamState,
+  forgetAccount,
+  ForgetAccountBusyError,
+  previewForgetAccount,
   resetStreamState,
   STREAM_STATE_KIND,
   StateResetBusyError,
@@ -15,10 +18,12 @@ import { epochMicrosFromMillis, fixIsoText, formatIsoMicros } from '../util/micr
 import { findVerificationSummaries } from '../db/repositories/day-verifications-repository.js';
 import { retrievableSinceDay } from '../domain/verify-days.js';
 import { formatVerificationLine, verificationJson } from './verify-command.js';
+import { readPendingBackfills } from '../sync/pending-backfills.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { INSTANT_FORMS, parseUserInstant } from './user-input.js';
 import { writeNotice } from './notice.js';
+import { plural } from './plural.js';
 
 const number = new Intl.NumberFormat('en-US');
 
@@ -67,6 +72,76 @@ export function registerStateCommand(program: Command, context: CommandContext):
       if (name === undefined) throw new UsageError('name the stream to reset');
       context.setExit(await runStateReset(context, name, options));
     });
+  state
+    .command('forget')
+    .description(
+      'remove what telesync keeps about an account (a mistyped TELESYNC_AUTH_ID); data rows only with --data',
+    )
+    .requiredOption('--account <auth_id>', 'the account to forget')
+    .option('--data', 'remove its data rows too (calls, messages, endpoints…, rejected records)')
+    .option('--yes', 'do not ask for confirmation (needed when not on a terminal)')
+    .addHelpText(
+      'after',
+      "\nRemoves the account's sync state, window ledger, runs and lookup queues, so it leaves status and\n" +
+        'state show. Its data rows stay unless --data. Without --yes off a terminal, it says what it would\n' +
+        'remove and exits 2.\n\n' +
+        'Examples:\n  $ telesync state forget --account MA_TYPO\n' +
+        '  $ telesync state forget --account MA_TYPO --data --yes',
+    )
+    .action(async (options: { account: string; data?: boolean; yes?: boolean }) => {
+      context.setExit(await runStateForget(context, options));
+    });
+}
+
+async function runStateForget(
+  context: CommandContext,
+  options: { account: string; data?: boolean; yes?: boolean },
+): Promise<ExitCode> {
+  const app = context.app('state forget');
+  const request = { accountId: options.account, data: options.data === true };
+  return app.withMigratedDatabase(async (database) => {
+    const rows = await previewForgetAccount(database, request);
+    const total = rows.reduce((sum, entry) => sum + entry.rows, 0);
+    if (total === 0) {
+      context.io.out(
+        `account ${request.accountId}: nothing to forget (no ${request.data ? 'rows' : 'bookkeeping'} of it)`,
+      );
+      return EXIT.OK;
+    }
+    const what =
+      `remove ${rows
+        .filter((entry) => entry.rows > 0)
+        .map((entry) => `${plural(entry.rows, 'row')} of ${entry.table}`)
+        .join(', ')} of account ${request.accountId}` +
+      (request.data ? '' : '; its data rows are kept (--data removes them)');
+    if (options.yes !== true) {
+      if (context.io.confirm === undefined)
+        throw new UsageError(`state forget would ${what}; add --yes to confirm`);
+      if (!(await context.io.confirm(`This will ${what}. Go on?`))) {
+        writeNotice(context.io, 'info', 'nothing changed');
+        return EXIT.OK;
+      }
+    }
+    try {
+      const deleted = await forgetAccount(database, request);
+      const count = deleted.reduce((sum, entry) => sum + entry.rows, 0);
+      context.io.out(
+        `account ${request.accountId} forgotten: ${plural(count, 'row')} removed` +
+          (request.data ? ', data included' : '; data rows kept'),
+      );
+    } catch (error) {
+      if (!(error instanceof ForgetAccountBusyError)) throw error;
+      writeNotice(context.io, 'error', error.message);
+      return EXIT.FAILED;
+    }
+    if (app.config.accounts.some((account) => account.authId === request.accountId))
+      writeNotice(
+        context.io,
+        'warn',
+        `note: ${request.accountId} is still configured: its next run starts afresh`,
+      );
+    return EXIT.OK;
+  });
 }
 
 function parseOneStream(name: string | undefined): StreamName | undefined {
@@ -176,14 +251,14 @@ export function formatState(state: StreamState): string {
             `${windows.oldest ?? '?'} to ${windows.newest ?? '?'}; last read ${windows.lastReadAt ?? 'never'}`,
     );
   }
-  const backfill = state.cursor.backfill as
-    { startedAt?: string; from?: string; to?: string } | undefined;
-  if (backfill !== undefined) {
+  const backfills = readPendingBackfills(state.cursor);
+  for (const backfill of backfills) {
     lines.push(
-      `${indent}cursor: unfinished backfill of ${backfill.from ?? '?'} to ${backfill.to ?? '?'} ` +
-        `(started ${backfill.startedAt ?? '?'}); the same backfill command resumes it`,
+      `${indent}cursor: unfinished backfill of ${formatIsoMicros(backfill.range.start)} to ${formatIsoMicros(backfill.range.end)} ` +
+        `(started ${formatIsoMicros(backfill.startedAt)}); the same backfill command resumes it`,
     );
-  } else if (Object.keys(state.cursor).length > 0) {
+  }
+  if (backfills.length === 0 && Object.keys(state.cursor).length > 0) {
     lines.push(`${indent}cursor: ${JSON.stringify(state.cursor)}`);
   }
   if (lookups !== null) {
@@ -249,8 +324,8 @@ async function runStateReset(
 function formatResetOutcome(outcome: StateResetOutcome): string {
   const parts = [`watermark ${outcome.watermarkBefore ?? '—'} → ${outcome.watermarkAfter ?? '—'}`];
   if (STREAM_STATE_KIND[outcome.stream].kind === 'windows')
-    parts.push(`${number.format(outcome.windowsReopened)} window(s) to read again`);
+    parts.push(`${plural(outcome.windowsReopened, 'window')} to read again`);
   if (STREAM_STATE_KIND[outcome.stream].kind === 'queue')
-    parts.push(`${number.format(outcome.lookupsRequeued)} lookup(s) re-queued`);
+    parts.push(`${plural(outcome.lookupsRequeued, 'lookup')} re-queued`);
   return `${outcome.stream} ${outcome.accountId}  reset (run ${outcome.runId}): ${parts.join(', ')}; data rows kept`;
 }

@@ -22,6 +22,7 @@ import { formatVerificationLine, verificationJson } from './verify-command.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatDuration } from './progress-reporter.js';
+import { plural } from './plural.js';
 import { epochMicrosFromMillis, fixIsoText, formatIsoFixed } from '../util/micros.js';
 
 const number = new Intl.NumberFormat('en-US');
@@ -237,11 +238,11 @@ function formatStatusTable(statuses: readonly StreamStatus[], now: number): stri
     if (note !== undefined) warnings.push(note);
     if ((status.windows?.failed ?? 0) > 0)
       warnings.push(
-        `  ! ${status.stream}: ${status.windows?.failed} window(s) failed; the next run reads them again`,
+        `  ! ${status.stream}: ${plural(status.windows?.failed ?? 0, 'window')} failed; the next run reads them again`,
       );
     if ((status.lookups?.failed ?? 0) > 0)
       warnings.push(
-        `  ! ${status.stream}: ${status.lookups?.failed} lookup(s) gave up after repeated failures (see last_error in the queue table)`,
+        `  ! ${status.stream}: ${plural(status.lookups?.failed ?? 0, 'lookup')} gave up after repeated failures (see last_error in the queue table)`,
       );
   }
   return [line(header), ...rows.map(line), ...warnings].join('\n');

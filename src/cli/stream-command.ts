@@ -12,6 +12,7 @@ import { streamCallbackUrl } from '../http/http-settings.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { writeNotice } from './notice.js';
+import { isUuid } from './user-input.js';
 
 interface StreamStartOptions {
   url: string;
@@ -85,6 +86,10 @@ async function runStreamStart(
   callUuid: string,
   options: StreamStartOptions,
 ): Promise<ExitCode> {
+  if (!isUuid(callUuid))
+    throw new UsageError(
+      `not a call UUID: "${callUuid}" (expected the form 6efab1b5-4659-4fa0-a7e2-25a414cdeafb)`,
+    );
   const timeout =
     options.timeout === undefined
       ? undefined

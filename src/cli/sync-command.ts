@@ -151,7 +151,9 @@ async function runSync(
     );
     if (skipped.length > 0) {
       // A skipped run read nothing: a script must not take it for a sync that happened.
-      context.io.err(
+      writeNotice(
+        context.io,
+        'warn',
         `not synced: ${skipped.map((result) => `${result.stream} (${result.accountId})`).join(', ')}, ` +
           'another run held the lock; run again later, or with --wait to wait for it',
       );

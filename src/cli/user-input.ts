@@ -30,3 +30,10 @@ export function parseWholeNumber(text: string, flag: string, min: number, max: n
   }
   return value;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether `text` has the form of a UUID (8a1c7c6e-3f3e-4b8e-9d60-1f2a3b4c5d6e). */
+export function isUuid(text: string): boolean {
+  return UUID.test(text);
+}

@@ -1,7 +1,10 @@
 import type { Command } from 'commander';
 import { openWorkerApp } from '../app/worker-app.js';
+import { CONFIG_DEFAULTS } from '../config/config-defaults.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
+import { writeNotice } from './notice.js';
+import { plural } from './plural.js';
 import { onShutdownSignal } from './shutdown.js';
 import { parseWholeNumber } from './user-input.js';
 
@@ -18,7 +21,12 @@ export function registerWorkerCommand(program: Command, context: CommandContext)
         'schedule (TELESYNC_SCHEDULE_*): scaling out is starting more workers against the same\n' +
         'DATABASE_URL. SIGTERM drains: the runs in hand finish their batch and their jobs go back to\n' +
         'the queue. Needs PostgreSQL (DATABASE_URL) and `telesync migrate`.\n\n' +
-        'Examples:\n  $ telesync worker\n  $ telesync worker --concurrency 8',
+        'Each worker serves the status page (/), /healthz and /metrics over HTTP, and prints where:\n' +
+        `  TELESYNC_HTTP_HOST, TELESYNC_HTTP_PORT   default ${CONFIG_DEFAULTS.httpHost}:${CONFIG_DEFAULTS.httpPort}; when the port is not set and is\n` +
+        '                                           taken (another worker), the next free one; set: that port\n' +
+        '                                           or exit 2; 0: no HTTP server\n\n' +
+        'Examples:\n  $ telesync worker\n  $ telesync worker --concurrency 8\n' +
+        '  $ TELESYNC_HTTP_PORT=9470 telesync worker',
     )
     .action(async (options: { concurrency?: string }) => {
       context.setExit(await runWorker(context, options));
@@ -40,13 +48,22 @@ async function runWorker(
     ...(concurrency === undefined ? {} : { concurrency }),
   });
   const shutdown = onShutdownSignal(() =>
-    io.err('draining: the runs in hand finish their batch, no new job is taken (again to force)'),
+    writeNotice(
+      io,
+      'info',
+      'draining: the runs in hand finish their batch, no new job is taken (again to force)',
+    ),
   );
   try {
-    await app.serveHttp();
+    const server = await app.serveHttp();
+    io.out(
+      server === undefined
+        ? 'HTTP server off (TELESYNC_HTTP_PORT=0): no status page, /healthz or /metrics.'
+        : `Serving the status page at ${server.url}/, ${server.url}/healthz and ${server.url}/metrics`,
+    );
     app.log.info(
       { accounts: app.accountIds.length, concurrency: app.concurrency, pid: process.pid },
-      `worker started: ${app.accountIds.length} accounts, up to ${app.concurrency} at once`,
+      `worker started: ${plural(app.accountIds.length, 'account')}, up to ${app.concurrency} at once`,
     );
     await app.run(shutdown.signal);
     app.log.info('worker drained');

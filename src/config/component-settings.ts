@@ -217,18 +217,11 @@ export function readScheduleConfig(reader: EnvReader): ScheduleConfig {
       `"${timezone}" is not a time zone; use an IANA name such as UTC or Europe/Paris`,
     );
   }
-  // Only for tests that need ticks seconds apart; the documented form has five fields.
-  const seconds = reader.string('TELESYNC_SCHEDULE_SECONDS', 'off');
-  if (seconds !== 'on' && seconds !== 'off')
-    reader.problem('TELESYNC_SCHEDULE_SECONDS', `"${seconds}" must be "on" or "off"`);
   const crons = {} as Record<StreamName, string>;
   for (const stream of STREAM_NAMES) {
     const variable = scheduleVariable(stream);
     const cron = reader.string(variable, D.crons[stream]);
-    const problem =
-      cron === SCHEDULE_OFF
-        ? undefined
-        : checkCronExpression(cron, { allowSeconds: seconds === 'on' });
+    const problem = cron === SCHEDULE_OFF ? undefined : checkCronExpression(cron);
     if (problem !== undefined) {
       reader.problem(
         variable,
@@ -246,7 +239,7 @@ export function readScheduleConfig(reader: EnvReader): ScheduleConfig {
   const verifyProblem =
     verifyCron === SCHEDULE_OFF
       ? undefined
-      : (checkCronExpression(verifyCron, { allowSeconds: seconds === 'on' }) ??
+      : (checkCronExpression(verifyCron) ??
         (isValidCron(verifyCron) ? undefined : 'node-cron cannot read it'));
   if (verifyProblem !== undefined)
     reader.problem(
@@ -259,6 +252,7 @@ export function readScheduleConfig(reader: EnvReader): ScheduleConfig {
     verifyCron,
     httpHost: reader.string('TELESYNC_HTTP_HOST', D.httpHost),
     httpPort: reader.integerIn('TELESYNC_HTTP_PORT', D.httpPort, 0, 65_535),
+    httpPortGiven: reader.optionalString('TELESYNC_HTTP_PORT') !== undefined,
     shutdownTimeoutSeconds: reader.integerIn(
       'TELESYNC_SHUTDOWN_TIMEOUT_SECONDS',
       D.shutdownTimeoutSeconds,

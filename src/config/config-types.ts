@@ -32,6 +32,8 @@ export interface ScheduleConfig extends ScheduleSettings {
   readonly httpHost: string;
   /** 0: no HTTP server. */
   readonly httpPort: number;
+  /** Whether TELESYNC_HTTP_PORT was given; when not, a worker whose port is taken moves to a free one. */
+  readonly httpPortGiven: boolean;
 }
 
 /** Everything telesync reads from its environment, validated and frozen. */

@@ -42,9 +42,13 @@ export async function pingDatabase(database: Database): Promise<number> {
     }>`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms`.execute(database.root);
     return Number(result.rows[0]!.ms);
   } catch (error) {
+    // 3D000: the server answers but has no such database, so "is it running" would mislead.
+    const missing = (error as { code?: unknown } | null)?.code === '3D000';
     throw new DatabaseUnreachableError(
       `cannot use the database at ${database.location}: ${describeError(error)}; ` +
-        'check DATABASE_URL and that PostgreSQL is running',
+        (missing
+          ? 'create it (createdb, or CREATE DATABASE) or check the name in DATABASE_URL'
+          : 'check DATABASE_URL and that PostgreSQL is running'),
       { cause: error },
     );
   }

@@ -4,6 +4,11 @@ export interface HttpSettings {
   readonly host: string;
   /** Port to listen on; 0 means no server at all (TELESYNC_HTTP_PORT). */
   readonly port: number;
+  /**
+   * When `port` is taken, listen on the next free one instead of failing: for processes of which
+   * a host runs several (workers) and whose port nobody chose. Default false.
+   */
+  readonly orNextFree?: boolean;
 }
 
 /** The route the service's stream status callbacks are sent to, unless configured otherwise. */

@@ -1,8 +1,7 @@
 /**
- * The cron form telesync documents: exactly five fields, minute hour day-of-month month weekday.
- * node-cron also takes a sixth field (seconds, first), so a six-field expression copied from
- * elsewhere silently means something else (every field shifted by one), and it accepts steps
- * larger than the field (`*\/61`). This check runs before node-cron's own, so such expressions are refused with the fix.
+ * The cron forms telesync takes: five fields (minute hour day-of-month month weekday), or six with
+ * seconds first, as node-cron reads them. node-cron accepts steps larger than the field (`*\/61`);
+ * this check runs before node-cron's own, so such expressions are refused with the fix.
  */
 
 interface CronField {
@@ -27,27 +26,20 @@ const FIELDS: readonly CronField[] = [
 ];
 
 /**
- * What is wrong with a five-field cron expression, as a sentence; undefined when it is well formed.
- * With `allowSeconds` (TELESYNC_SCHEDULE_SECONDS=on: tests that need ticks every few seconds), a
- * leading seconds field is taken too. Pure. Values, ranges, lists, steps (`a-b/n`, `*\/n`, with 1 ≤ n ≤ the field's largest value),
- * month and weekday names are accepted; whether a date exists at all (31 February) is node-cron's
- * check.
+ * What is wrong with a cron expression, as a sentence; undefined when it is well formed. Pure.
+ * Five fields, or six with seconds first. Values, ranges, lists, steps (`a-b/n`, `*\/n`, with
+ * 1 ≤ n ≤ the field's largest value), month and weekday names are accepted; whether a date exists
+ * at all (31 February) is node-cron's check.
  */
-export function checkCronExpression(
-  expression: string,
-  options: { allowSeconds?: boolean } = {},
-): string | undefined {
+export function checkCronExpression(expression: string): string | undefined {
   let fields = expression.trim().split(/\s+/);
-  if (fields.length === 6 && options.allowSeconds === true) {
+  if (fields.length === 6) {
     const problem = checkField(fields[0]!, { name: 'second', min: 0, max: 59 });
     if (problem !== undefined) return problem;
     fields = fields.slice(1);
   }
-  if (fields.length === 6) {
-    return 'it has six fields, but telesync takes five, without seconds: drop the first (seconds) field';
-  }
   if (fields.length !== 5) {
-    return `it has ${fields.length} field(s), but telesync takes five`;
+    return `it has ${fields.length} field(s), but a cron expression has five (or six, seconds first)`;
   }
   for (const [index, field] of FIELDS.entries()) {
     const problem = checkField(fields[index]!, field);

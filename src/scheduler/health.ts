@@ -1,6 +1,6 @@
 import type { LatestRuns } from '../db/repositories/health-repository.js';
 import { runAgeSeconds, wholeSeconds } from '../domain/freshness.js';
-import { toEpochMicros } from '../util/micros.js';
+import { epochMicrosFromMillis, formatIsoFixed, toEpochMicros } from '../util/micros.js';
 import type { HorizonUnread } from './read-coverage.js';
 
 /**
@@ -158,8 +158,8 @@ export function evaluateHealth(input: HealthInput): HealthReport {
   return {
     status: healthy ? 'ok' : 'unhealthy',
     healthy,
-    checked_at: new Date(input.nowMs).toISOString(),
-    started_at: new Date(input.startedAtMs).toISOString(),
+    checked_at: formatIsoFixed(epochMicrosFromMillis(input.nowMs)),
+    started_at: formatIsoFixed(epochMicrosFromMillis(input.startedAtMs)),
     max_age_minutes: input.maxAgeMinutes,
     database: input.database.ok
       ? { ok: true, error: null }

@@ -17,6 +17,10 @@ import type { TimeWindow } from './window-planner.js';
 export class RunStats {
   windowsPlanned = 0;
   windowsCompleted = 0;
+  /** Backfill windows skipped because the unfinished backfill this run resumes had read them. */
+  windowsResumed = 0;
+  /** Backfill windows read again although the ledger held them complete. */
+  windowsRereadComplete = 0;
   /** Records received from the service. */
   recordsFetched = 0;
   /** Records handed to the upsert. */

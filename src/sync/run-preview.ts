@@ -4,7 +4,8 @@ import { findLedgerEntries } from '../db/repositories/sync-windows-repository.js
 import { findSyncState } from '../db/repositories/sync-state-repository.js';
 import type { LedgerEntry } from '../domain/ledger-entry.js';
 import type { StreamName } from '../domain/streams.js';
-import { parseEpochMicros, type EpochMicros } from '../util/micros.js';
+import type { EpochMicros } from '../util/micros.js';
+import { findResumedBackfill, readPendingBackfills } from './pending-backfills.js';
 import { STREAM_STATE_KIND } from './stream-state.js';
 import { findIncrementalWindows } from './streams/trunk-calls.js';
 import type { SyncSettings } from './sync-settings.js';
@@ -150,10 +151,10 @@ export async function previewBackfill(
     return summed({ ...base, range: undefined, windows: [], lookupsDue: null, backfill: plan });
   }
   const state = await findSyncState(database.db, accountId, 'trunk_calls');
-  const pending = state.cursor.backfill as { startedAt?: string } | undefined;
-  // Resuming an unfinished backfill skips what it read; a new one reads every window.
+  // Resuming an unfinished backfill of the same range skips what it read; a new one reads every window.
   const startedAt =
-    (pending?.startedAt === undefined ? undefined : parseEpochMicros(pending.startedAt)) ?? now;
+    findResumedBackfill(readPendingBackfills(state.cursor), plan.covered, planner.sliceMicros)
+      ?.startedAt ?? now;
   const ledger = await findLedgerEntries(
     database.db,
     { accountId, stream: 'trunk_calls' },

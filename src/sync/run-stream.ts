@@ -143,8 +143,9 @@ export async function runStream(
 
   if (request.credentialsRefusedIn !== undefined) {
     const message =
+      // The advice is said once, by the run that met the refusal.
       `skipped: the service refused the credentials of account ${accountId} (401) in ` +
-      `${request.credentialsRefusedIn}; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN`;
+      `${request.credentialsRefusedIn}`;
     // The caller prints the skip; the refusal itself was logged by the run that met it.
     log.debug(message);
     return skip(message, true);

@@ -12,9 +12,16 @@ import {
   resetWatermark,
   type LedgerSummary,
 } from '../db/repositories/stream-state-repository.js';
+import {
+  ACCOUNT_BOOKKEEPING_TABLES,
+  ACCOUNT_DATA_TABLES,
+  countAccountRows,
+  deleteAccountRows,
+  type AccountTable,
+} from '../db/repositories/account-forget-repository.js';
 import { finishRun, insertRun } from '../db/repositories/sync-runs-repository.js';
 import { findSyncState } from '../db/repositories/sync-state-repository.js';
-import type { StreamName } from '../domain/streams.js';
+import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
 
 /**
@@ -178,6 +185,69 @@ export async function resetStreamState(
     if (error instanceof LockBusyError) {
       throw new StateResetBusyError(
         `a telesync run of ${stream} for account ${accountId} is in progress; reset its state when it has finished`,
+      );
+    }
+    throw error;
+  }
+}
+
+/** An account's forgetting could not run: a run of one of its streams holds that stream's lock. */
+export class ForgetAccountBusyError extends Error {
+  override name = 'ForgetAccountBusyError';
+}
+
+export interface ForgetAccountRequest {
+  readonly accountId: string;
+  /** Its data rows too (trunk_calls, messages…, rejected_records); bookkeeping only otherwise. */
+  readonly data: boolean;
+}
+
+/** The tables `request` empties of the account, in the order they are emptied. */
+export function accountTablesToForget(request: ForgetAccountRequest): readonly AccountTable[] {
+  return request.data
+    ? [...ACCOUNT_DATA_TABLES, ...ACCOUNT_BOOKKEEPING_TABLES]
+    : ACCOUNT_BOOKKEEPING_TABLES;
+}
+
+/** What forgetting `request` would delete, per table; reads only. */
+export function previewForgetAccount(
+  database: Database,
+  request: ForgetAccountRequest,
+): Promise<{ table: AccountTable; rows: number }[]> {
+  return countAccountRows(database.db, request.accountId, accountTablesToForget(request));
+}
+
+/**
+ * Deletes everything telesync keeps about an account (its state, ledger, runs and lookup queues),
+ * and with `data` its rows too, in one transaction, holding the lock of every stream of the account
+ * so that no run of it is under way. The rows deleted, per table.
+ */
+export async function forgetAccount(
+  database: Database,
+  request: ForgetAccountRequest,
+): Promise<{ table: AccountTable; rows: number }[]> {
+  const holdingLocks = async <T>(
+    streams: readonly StreamName[],
+    use: () => Promise<T>,
+  ): Promise<T> => {
+    const [first, ...rest] = streams;
+    if (first === undefined) return use();
+    return withAdvisoryLock(database, `${request.accountId}:${first}`, { waitMs: 0 }, () =>
+      holdingLocks(rest, use),
+    );
+  };
+  try {
+    return await holdingLocks(STREAM_NAMES, () =>
+      database.db
+        .transaction()
+        .execute((trx) =>
+          deleteAccountRows(trx, request.accountId, accountTablesToForget(request)),
+        ),
+    );
+  } catch (error) {
+    if (error instanceof LockBusyError) {
+      throw new ForgetAccountBusyError(
+        `a telesync run for account ${request.accountId} is in progress; forget the account when it has finished`,
       );
     }
     throw error;

@@ -43,6 +43,21 @@ export function createLogger(options: LoggerOptions): Logger {
       timestamp: () => `,"time":"${formatIsoFixed(epochMicrosFromMillis(Date.now()))}"`,
       formatters: { level: (label) => ({ level: label }) },
       serializers: { err: errorSerializer, error: errorSerializer },
+      hooks: {
+        // A failure is said once: when the line's message already says the error's, the error
+        // field keeps its type and details (status, path, api_id…) without repeating it.
+        logMethod(args, method) {
+          const [fields, message] = args as unknown[];
+          const err = (fields as { err?: unknown } | null)?.err;
+          if (err instanceof Error && typeof message === 'string') {
+            // The serialised message includes the causes': dropped only when the line says it all.
+            const { message: said, ...details } = errorSerializer(err) as Record<string, unknown>;
+            if (typeof said === 'string' && said !== '' && message.includes(said))
+              args[0] = { ...(fields as object), err: details };
+          }
+          method.apply(this, args);
+        },
+      },
     },
     sink,
   );

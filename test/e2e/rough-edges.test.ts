@@ -91,12 +91,12 @@ describe('backfill ranges and what they leave out', () => {
 });
 
 describe('cron expressions', () => {
-  it('refuses a six-field expression with the fix (exit 2)', async () => {
+  it('refuses a six-field expression whose seconds are out of range, with the fix (exit 2)', async () => {
     const result = await runTelesync(
       ['schedule', '--once'],
-      cli.envWith({ TELESYNC_SCHEDULE_TRUNK_CALLS: '0 */5 * * * *' }),
+      cli.envWith({ TELESYNC_SCHEDULE_TRUNK_CALLS: '61 */5 * * * *' }),
     );
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('drop the first (seconds) field');
+    expect(result.stderr).toContain('second "61" is out of range: use 0 to 59');
   });
 });

@@ -38,7 +38,7 @@ const cli = useCliFixture({
     startSimulator({ seed: 'e2e-schedule', calls: 20_000, accounts: Object.values(ACCOUNTS) }),
   account: ACCOUNTS.ticks,
   // Ticks seconds apart need node-cron's seconds field, which telesync takes only when asked.
-  env: { TELESYNC_SCHEDULE_TIMEZONE: 'UTC', TELESYNC_SCHEDULE_SECONDS: 'on', ...ALL_OFF },
+  env: { TELESYNC_SCHEDULE_TIMEZONE: 'UTC', ...ALL_OFF },
   migrate: false,
 });
 /** `telesync schedule` on that database before it was migrated. */

@@ -88,12 +88,6 @@ describe('schedule and the stream callback route', () => {
     expect((await send(ACCOUNT.authToken, 'nonce-good')).status).toBe(200);
     expect((await send('somebody-elses-token', 'nonce-forged')).status).toBe(403);
 
-    const stored = await cli.database.inspect(({ db }) =>
-      db.selectFrom('stream_events').select(['account_id', 'stream_id', 'event']).execute(),
-    );
-    expect(stored).toEqual([
-      { account_id: ACCOUNT.authId, stream_id: 'sched-stream-1', event: 'StartStream' },
-    ]);
     const samples = parsePrometheusText(
       await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
     );
@@ -101,5 +95,15 @@ describe('schedule and the stream callback route', () => {
       sumOf(samples, 'telesync_stream_callbacks_total', { outcome, reason });
     expect([counted('accepted', 'stored'), counted('refused', 'forged')]).toEqual([1, 1]);
     expect(scheduler.stderr()).not.toContain(ACCOUNT.authToken);
+
+    // The embedded database admits one process at a time: schedule lets it go before it is read.
+    scheduler.kill('SIGTERM');
+    expect((await scheduler.exited).code).toBe(0);
+    const stored = await cli.database.inspect(({ db }) =>
+      db.selectFrom('stream_events').select(['account_id', 'stream_id', 'event']).execute(),
+    );
+    expect(stored).toEqual([
+      { account_id: ACCOUNT.authId, stream_id: 'sched-stream-1', event: 'StartStream' },
+    ]);
   });
 });

@@ -72,7 +72,7 @@ describe('dry runs change nothing and send nothing', () => {
     expect(result.stdout).toMatch(/count \(read before\), [\d,]+ known from the ledger, 1 request/);
     expect(result.stdout).toMatch(/requests: .*at TELESYNC_MAX_RPS=4: /);
     expect(result.stdout).toMatch(
-      /^messages +MA_E2E_STATE {2}dry run \(sync\): 0 lookup\(s\) pending/m,
+      /^messages +MA_E2E_STATE {2}dry run \(sync\): 0 lookups pending/m,
     );
     expect(await bookkeeping(cli.database)).toBe(before);
     expect(cli.service.stats().requests.total).toBe(0);
@@ -198,7 +198,7 @@ describe('state show and state reset', () => {
       cli.env,
     );
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toContain('2 lookup(s) re-queued');
+    expect(result.stdout).toContain('2 lookups re-queued');
     const show = await runTelesync(['state', 'show', 'messages', '--json'], cli.env);
     expect(jsonLines(show.stdout)[0]).toMatchObject({
       streams: [{ stream: 'messages', lookups: { pending: 2, not_found: 0, failed: 0 } }],

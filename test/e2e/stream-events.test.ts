@@ -13,6 +13,7 @@ import {
   type TestCertificateAuthority,
 } from '../support/test-certificate-authority.js';
 import { startCliFixture, type StartedCliFixture } from '../support/cli-fixture.js';
+import { harnessTarget } from '../support/test-database.js';
 
 /**
  * The whole life of an audio stream, with real processes (issue 13's proof):
@@ -37,6 +38,14 @@ interface CapturedCallback {
   readonly status: number;
 }
 
+/**
+ * The story needs a server database: `lookup streams` and the test's reads of stream_events run
+ * while `schedule` stores callbacks, several processes on one database at once, which the embedded
+ * database refuses by design (one process at a time; EmbeddedDatabaseBusyError). With PGlite the
+ * callback route's storing is proven by schedule-stream-callbacks.test.ts instead.
+ */
+const needsServerDatabase = harnessTarget().kind !== 'postgres';
+
 let ca: TestCertificateAuthority;
 let media: MediaServer;
 let cli: StartedCliFixture<{ url: string; close(): Promise<void> }>;
@@ -51,6 +60,7 @@ let env: Record<string, string>;
 let liveCalls: string[];
 
 beforeAll(async () => {
+  if (needsServerDatabase) return;
   ca = createTestCertificateAuthority();
   media = await startMediaServer({ cert: ca.serverCertPem, key: ca.serverKeyPem });
 
@@ -220,7 +230,7 @@ async function startStream(call: string, args: readonly string[]): Promise<strin
   return (JSON.parse(result.stdout) as { stream_id: string }).stream_id;
 }
 
-describe('the life of an audio stream, end to end', () => {
+describe.skipIf(needsServerDatabase)('the life of an audio stream, end to end', () => {
   let streamId: string;
 
   it('connects: audio reaches the media server, playAudio is checked, StartStream is stored', async () => {

@@ -271,7 +271,7 @@ describe('a faulty service', () => {
     const failed = lastJson(down.stdout);
     expect(failed.status).toBe('failed');
     expect(String(failed.error)).toMatch(
-      /after 3 attempts: 503 the service had an internal problem/,
+      /503 the service had an internal problem.*\(after 3 attempts\)/,
     );
     expect(down.stdout + down.stderr).not.toContain(ACCOUNT.authToken);
     const watermarkAfter = await trunkWatermark(cli.database);

@@ -298,7 +298,6 @@ describe('telesync verify after a 90-day backfill', () => {
         ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
         // Not within the test: only verify ticks.
         [scheduleVariable('trunk_calls')]: '0 0 1 1 *',
-        TELESYNC_SCHEDULE_SECONDS: 'on',
         TELESYNC_VERIFY_CRON: '*/2 * * * * *',
         TELESYNC_HTTP_PORT: String(port),
       }),

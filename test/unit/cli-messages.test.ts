@@ -168,7 +168,7 @@ describe('run lines and errors say things once', () => {
       retryable: false,
     });
     expect(error.message).toBe(
-      'GET /v1/Account/MA_X/ failed: 401 authentication failed: check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN: unknown auth_id or wrong auth_token',
+      '401 authentication failed: unknown auth_id or wrong auth_token; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
     );
     expect(error.message.match(/authentication failed/g)).toHaveLength(1);
   });
@@ -203,10 +203,14 @@ describe('the demo', () => {
     expect(explainBackfillCount(30_000, 30_000, 0, 5)).toBe('30,000 of 30,000 calls: all of them');
   });
 
-  it('prints billed minutes grouped, with sensible decimals', () => {
-    expect(formatDecimalText('90991.0000', 1)).toBe('90,991');
-    expect(formatDecimalText('1234.5000', 1)).toBe('1,234.5');
-    expect(formatDecimalText('90991.0000', 1, false)).toBe('90991');
+  it('prints minutes and amounts grouped by thousands, exactly', () => {
+    expect(formatDecimalText('90991.0000', { trimZeros: true })).toBe('90,991');
+    expect(formatDecimalText('1234.5000', { trimZeros: true })).toBe('1,234.5');
+    expect(formatDecimalText('1234567.89012345678901')).toBe('1,234,567.89012345678901');
+    expect(formatDecimalText('9007199254740993.10')).toBe('9,007,199,254,740,993.10');
+    expect(formatDecimalText('-999.5')).toBe('-999.5');
+    expect(formatDecimalText('12')).toBe('12');
+    expect(formatDecimalText('n/a')).toBe('n/a');
   });
 });
 

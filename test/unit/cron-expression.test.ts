@@ -17,11 +17,12 @@ describe('checkCronExpression', () => {
     expect(checkCronExpression(expression)).toBeUndefined();
   });
 
-  it('refuses a six-field expression (node-cron would take the first field as seconds)', () => {
-    expect(checkCronExpression('0 */5 * * * *')).toBe(
-      'it has six fields, but telesync takes five, without seconds: drop the first (seconds) field',
-    );
-  });
+  it.each(['0 */5 * * * *', '45,46 * * * * *', '*/10 0 3 * * mon-fri'])(
+    'accepts six fields, seconds first: %s',
+    (expression) => {
+      expect(checkCronExpression(expression)).toBeUndefined();
+    },
+  );
 
   it.each([
     ['*/61 * * * *', 'minute step "/61" is out of range: use 1 to 59'],
@@ -31,27 +32,20 @@ describe('checkCronExpression', () => {
     ['0 0 0 * *', 'day of month "0" is out of range: use 1 to 31'],
     ['0 0 * 13 *', 'month "13" is out of range: use 1 to 12 or a name (jan…)'],
     ['0 18-8 * * *', 'hour range "18-8" runs backwards'],
-    ['0 0 * *', 'it has 4 field(s), but telesync takes five'],
+    ['0 0 * *', 'it has 4 field(s), but a cron expression has five (or six, seconds first)'],
+    ['0 0 0 * * * *', 'it has 7 field(s), but a cron expression has five (or six, seconds first)'],
+    ['61 * * * * *', 'second "61" is out of range: use 0 to 59'],
+    ['0 */61 * * * *', 'minute step "/61" is out of range: use 1 to 59'],
   ])('refuses %s: %s', (expression, problem) => {
     expect(checkCronExpression(expression)).toBe(problem);
   });
 });
 
-describe('the seconds field, for tests only', () => {
-  it('is taken with allowSeconds, and checked', () => {
-    expect(checkCronExpression('45,46 * * * * *', { allowSeconds: true })).toBeUndefined();
-    expect(checkCronExpression('61 * * * * *', { allowSeconds: true })).toBe(
-      'second "61" is out of range: use 0 to 59',
-    );
-    expect(checkCronExpression('* * * * *', { allowSeconds: true })).toBeUndefined();
-  });
-});
-
 describe('the schedule variables', () => {
-  it('refuse a six-field cron with the fix, and an out-of-range step', () => {
-    expect(() => loadConfig({ TELESYNC_SCHEDULE_TRUNK_CALLS: '0 */5 * * * *' })).toThrow(
-      /TELESYNC_SCHEDULE_TRUNK_CALLS: "0 \*\/5 \* \* \* \*" is not a cron expression .*drop the first \(seconds\) field/,
-    );
+  it('take a six-field cron (seconds first) and refuse an out-of-range step with the fix', () => {
+    expect(
+      loadConfig({ TELESYNC_SCHEDULE_TRUNK_CALLS: '30 */5 * * * *' }).schedule.crons.trunk_calls,
+    ).toBe('30 */5 * * * *');
     expect(() => loadConfig({ TELESYNC_SCHEDULE_ENDPOINTS: '*/61 * * * *' })).toThrow(
       /step "\/61" is out of range/,
     );

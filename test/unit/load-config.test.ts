@@ -116,6 +116,7 @@ describe('the config file (TELESYNC_CONFIG)', () => {
     expect(config.schedule).toMatchObject({
       timezone: 'Europe/Paris',
       httpPort: 9000,
+      httpPortGiven: true,
       crons: {
         trunk_calls: '*/5 * * * *',
         endpoints: 'off',
@@ -303,6 +304,7 @@ describe('schedule settings', () => {
       verifyCron: '0 6 * * *',
       httpHost: '127.0.0.1',
       httpPort: 9464,
+      httpPortGiven: false,
       shutdownTimeoutSeconds: 60,
       healthMaxAgeMinutes: 180,
     });

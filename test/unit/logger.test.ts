@@ -1,3 +1,4 @@
+import { ApiError } from '../../src/api/api-errors.js';
 import { describe, expect, it } from 'vitest';
 import { createLogger, prettyLine, type LogLevel } from '../../src/util/logger.js';
 
@@ -39,6 +40,25 @@ describe('createLogger', () => {
       /^\d\d:\d\d:\d\d WARN {2}window failed {2}stream=trunk_calls windows=3\n$/,
     );
     expect(prettyLine('not json\n')).toBe('not json\n');
+  });
+
+  it('says a failure once: an error the message already says keeps only its type and details', () => {
+    const refused = new ApiError({
+      kind: 'http',
+      method: 'GET',
+      path: '/v1/Account/MA_X/Trunk/Call/?end_time__gte=2026-11-21+00%3A00%3A00&limit=20',
+      status: 401,
+      retryable: false,
+    });
+    const { log, lines } = capture(false, 'info');
+    log.error({ err: refused }, `run failed: ${refused.message}`);
+    const line = JSON.parse(lines[0]!) as { msg: string; err: Record<string, unknown> };
+    expect(line.msg).toBe(
+      'run failed: 401 authentication failed; check TELESYNC_AUTH_ID and TELESYNC_AUTH_TOKEN',
+    );
+    expect(line.err).toMatchObject({ type: 'ApiError', status: 401, path: refused.path });
+    expect(line.err).not.toHaveProperty('message');
+    expect(lines[0]!.split('Trunk/Call').length - 1).toBe(1);
   });
 
   it('logs an error as its type, message, causes and fields, its stack only at debug level or for a bug', () => {

@@ -63,8 +63,8 @@ describe('evaluateHealth', () => {
         error: null,
       },
     ]);
-    expect(report.checked_at).toBe('2025-06-01T12:00:00.000Z');
-    expect(report.started_at).toBe('2025-06-01T10:00:00.000Z');
+    expect(report.checked_at).toBe('2025-06-01T12:00:00.000000Z');
+    expect(report.started_at).toBe('2025-06-01T10:00:00.000000Z');
   });
 
   it('is unhealthy when the latest finished run failed, even with a recent success before it', () => {

@@ -151,3 +151,59 @@ function countColumns(counts: RunCounts) {
     records_rejected: counts.recordsRejected,
   };
 }
+
+/** What the runs of a command added up to: counts, and the span from the first start to the last end. */
+export interface RunTotals {
+  runs: number;
+  recordsFetched: number;
+  recordsUpserted: number;
+  recordsRejected: number;
+  requests: number;
+  /** Epoch milliseconds on the database's clock; null without runs. */
+  firstStartedMs: number | null;
+  lastFinishedMs: number | null;
+}
+
+/**
+ * The totals of the runs of `command` for `accountIds` that started at or after `sinceMs` (epoch
+ * milliseconds on the database's clock): what a queued backfill's jobs did, once they are done.
+ */
+export async function sumRunsSince(
+  db: Kysely<Tables>,
+  query: { accountIds: readonly string[]; command: string; sinceMs: number },
+): Promise<RunTotals> {
+  if (query.accountIds.length === 0)
+    return {
+      runs: 0,
+      recordsFetched: 0,
+      recordsUpserted: 0,
+      recordsRejected: 0,
+      requests: 0,
+      firstStartedMs: null,
+      lastFinishedMs: null,
+    };
+  const row = await db
+    .selectFrom('sync_runs')
+    .select([
+      sql<string>`count(*)`.as('runs'),
+      sql<string>`coalesce(sum(records_fetched), 0)`.as('fetched'),
+      sql<string>`coalesce(sum(records_upserted), 0)`.as('upserted'),
+      sql<string>`coalesce(sum(records_rejected), 0)`.as('rejected'),
+      sql<string>`coalesce(sum(requests), 0)`.as('requests'),
+      sql<string | null>`(extract(epoch FROM min(started_at)) * 1000)::text`.as('first_ms'),
+      sql<string | null>`(extract(epoch FROM max(finished_at)) * 1000)::text`.as('last_ms'),
+    ])
+    .where('account_id', 'in', [...query.accountIds])
+    .where('command', '=', query.command)
+    .where(sql<boolean>`started_at >= to_timestamp(${query.sinceMs / 1000})`)
+    .executeTakeFirstOrThrow();
+  return {
+    runs: Number(row.runs),
+    recordsFetched: Number(row.fetched),
+    recordsUpserted: Number(row.upserted),
+    recordsRejected: Number(row.rejected),
+    requests: Number(row.requests),
+    firstStartedMs: row.first_ms === null ? null : Number(row.first_ms),
+    lastFinishedMs: row.last_ms === null ? null : Number(row.last_ms),
+  };
+}

@@ -29,6 +29,12 @@ import { formatIsoMicros, parseEpochMicros, type EpochMicros } from '../../util/
 import type { Tables } from '../../db/schema.js';
 import { requestOptions, type RunContext } from '../run-context.js';
 import type { SyncSettings } from '../sync-settings.js';
+import {
+  findResumedBackfill,
+  readPendingBackfills,
+  withPendingBackfills,
+  type PendingBackfill,
+} from '../pending-backfills.js';
 import { afterProbe, decideBackfill, decideIncremental } from '../window-actions.js';
 import {
   deepRecheckRange,
@@ -215,23 +221,24 @@ export async function backfillTrunkCalls(
   if (plan.covered === undefined) return plan;
 
   const state = await findSyncState(context.database.db, context.accountId, STREAM);
-  const pending = state.cursor.backfill as { startedAt?: string } | undefined;
-  const startedAt =
-    (pending?.startedAt !== undefined ? parseEpochMicros(pending.startedAt) : undefined) ?? now;
-  if (pending?.startedAt !== undefined) {
+  // Another range's unfinished backfill keeps its resume point; only the same range resumes.
+  const pending = readPendingBackfills(state.cursor);
+  const resumed = findResumedBackfill(pending, plan.covered, settings.sliceMicros);
+  const startedAt = resumed?.startedAt ?? now;
+  if (resumed !== undefined) {
     context.log.info(
-      { started_at: pending.startedAt },
-      'resuming an unfinished backfill: windows it already read are skipped',
+      { started_at: formatIsoMicros(resumed.startedAt) },
+      'resuming an unfinished backfill of the same range: windows it already read are skipped',
     );
   }
-  await saveCursor(context.database.db, context.accountId, STREAM, {
-    ...state.cursor,
-    backfill: {
-      startedAt: formatIsoMicros(startedAt),
-      from: formatIsoMicros(plan.covered.start),
-      to: formatIsoMicros(plan.covered.end),
-    },
-  });
+  const others = pending.filter((entry) => entry !== resumed);
+  const own: PendingBackfill = { startedAt, range: plan.covered };
+  await saveCursor(
+    context.database.db,
+    context.accountId,
+    STREAM,
+    withPendingBackfills(state.cursor, [...others, own]),
+  );
 
   const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
   const windows = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
@@ -253,11 +260,15 @@ export async function backfillTrunkCalls(
       context.stats.stopped = true;
       break;
     }
-    const action = decideBackfill(window, ledger.get(window.slotStart), startedAt);
+    const entry = ledger.get(window.slotStart);
+    const action = decideBackfill(window, entry, startedAt);
     if (action.kind === 'skip') {
       context.stats.windowsCompleted++;
+      context.stats.windowsResumed++;
       continue;
     }
+    if (entry?.status === 'complete' && entry.coveredEnd >= window.end)
+      context.stats.windowsRereadComplete++;
     try {
       await readAndComplete(context, window, loader, ledgerWrites);
     } catch (error) {
@@ -269,8 +280,12 @@ export async function backfillTrunkCalls(
   await loader.drain();
   if (!context.stats.stopped && context.stats.failures.length === 0) {
     // The stream's lock is held: the cursor is still the one saved above.
-    const { backfill: _finished, ...rest } = state.cursor;
-    await saveCursor(context.database.db, context.accountId, STREAM, rest);
+    await saveCursor(
+      context.database.db,
+      context.accountId,
+      STREAM,
+      withPendingBackfills(state.cursor, others),
+    );
   }
   return plan;
 }

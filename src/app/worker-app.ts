@@ -15,7 +15,7 @@ import { handleAccountJob } from '../jobs/job-handlers.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { FairShare } from '../jobs/fair-share.js';
-import { accountQueueName, openPgBossQueue } from '../jobs/pg-boss-queue.js';
+import { ACCOUNT_JOBS_QUEUE, openPgBossQueue } from '../jobs/pg-boss-queue.js';
 import { runWorkerLoop } from '../jobs/worker-loop.js';
 import { planSchedule } from '../scheduler/schedule-plan.js';
 import { describeError } from '../util/coerce-error.js';
@@ -126,7 +126,6 @@ export async function openWorkerApp(
   const jobSchema = jobSchemaName(config.database.schema);
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   let inHand = 0;
-  const accountQueues = accountIds.map(accountQueueName);
   const heartbeat = (): Promise<void> =>
     upsertWorkerHeartbeat(database.root, jobSchema, {
       worker_id: workerId,
@@ -134,7 +133,7 @@ export async function openWorkerApp(
       pid: process.pid,
       concurrency,
       in_hand: inHand,
-      queues: accountQueues,
+      queues: accountIds,
     }).catch((error: unknown) =>
       log.warn({ err: error }, `worker heartbeat not recorded: ${describeError(error)}`),
     );
@@ -144,7 +143,14 @@ export async function openWorkerApp(
   heartbeatTimer.unref();
 
   const fairShare = new FairShare(
-    () => findWorkToShare(database.root, jobSchema, accountQueues, WORKER_LIVE_SECONDS),
+    () =>
+      findWorkToShare(
+        database.root,
+        jobSchema,
+        ACCOUNT_JOBS_QUEUE,
+        accountIds,
+        WORKER_LIVE_SECONDS,
+      ),
     { cacheMs: 1_000, now: () => Date.now() },
   );
 
@@ -175,7 +181,6 @@ export async function openWorkerApp(
     run: (signal) =>
       runWorkerLoop({
         queue: jobs,
-        accountIds,
         concurrency,
         fairShare: () => fairShare.current(),
         pollMs: config.jobs.pollMs,

@@ -42,12 +42,18 @@ async function runMigrate(context: CommandContext, statusOnly: boolean): Promise
     const { url, schema } = app.config.database;
     if (url !== undefined) {
       // The workers' queue (pg-boss) lives beside the data, in a schema of its own.
-      await installJobSchema({
+      const installed = await installJobSchema({
         connectionString: url,
         schema: jobSchemaName(schema),
+        database,
         onError: (error) => app.log.warn({ err: error }, 'job queue schema: ' + error.message),
       });
       await createWorkersTable(database.root, jobSchemaName(schema));
+      if (installed.remade)
+        io.out(
+          `Job queue schema "${jobSchemaName(schema)}" was of pg-boss 10: made anew for pg-boss 12, ` +
+            `${installed.carriedOver} jobs not yet done carried over.`,
+        );
       io.out(`Job queue schema "${jobSchemaName(schema)}" is ready (pg-boss).`);
     }
     io.out(

@@ -1,4 +1,5 @@
-import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
+import { sql } from 'kysely';
+import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
 import { MIGRATIONS } from '../../migrations/index.js';
 import type { SchemaMigration } from '../../migrations/migration-types.js';
 import type { Database } from './connect.js';

@@ -116,6 +116,7 @@ export async function openWorkerApp(
       maxConnections: 4,
       supervise: true,
       onError: (error) => warnConnection('job queue (it reconnects by itself)', error),
+      serves: (accountId) => accountIds.includes(accountId),
     });
     await queue.keepSchedules(plan.scheduled, config.schedule.timezone, accountIds);
   } catch (error) {

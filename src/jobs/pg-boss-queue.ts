@@ -44,6 +44,12 @@ export interface PgBossQueueSettings {
   readonly supervise: boolean;
   /** Told of pg-boss's errors (a lost connection, say): it keeps going and reconnects. */
   readonly onError: (error: Error) => void;
+  /**
+   * The accounts this process runs jobs of (omitted: any). Workers configured with different
+   * accounts share the one queue: a job of an account not served here goes back to the queue for
+   * the others, and this process's fetches skip that account from then on.
+   */
+  readonly serves?: (accountId: string) => boolean;
 }
 
 /** The one queue of every account's jobs; the account is the job's group. */
@@ -204,6 +210,7 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
     : undefined;
   const toInsert = insertOf(settings);
   const workerIds: string[] = [];
+  const notServed = new Set<string>();
 
   const queue: JobQueue = {
     async enqueue(jobs) {
@@ -218,6 +225,7 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
           batchSize: 1,
           groupConcurrency: 1,
           includeMetadata: true,
+          ...(notServed.size > 0 ? { ignoreGroups: [...notServed] } : {}),
         });
         if (job === undefined) return undefined;
         const parsed = parseAccountJob(job.data, job.groupId);
@@ -234,6 +242,13 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
               startAfter: new Date(0),
             });
           settings.onError(new Error(`job ${job.id} failed: ${parsed.malformed}`));
+          continue;
+        }
+        if (settings.serves !== undefined && !settings.serves(parsed.accountId)) {
+          notServed.add(parsed.accountId);
+          await boss.insert(ACCOUNT_JOBS_QUEUE, [toInsert(parsed)]);
+          await boss.complete(ACCOUNT_JOBS_QUEUE, attempt);
+          await notifyChannel(settings.database.root, channel);
           continue;
         }
         return {

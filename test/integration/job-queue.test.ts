@@ -327,7 +327,39 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
     }
   }, 60_000);
 
-  it('wakes an idle worker as soon as a job is enqueued, not at its next poll', async () => {
+  it('a worker leaves the jobs of accounts it does not serve to the workers that do', async () => {
+    const { test, jobSchema } = await openJobSchema();
+    const queue = await openPgBossQueue({
+      connectionString: url,
+      schema: jobSchema,
+      database: test.database,
+      leaseSeconds: 30,
+      retryLimit: 0,
+      retryDelaySeconds: 1,
+      maxConnections: 2,
+      supervise: false,
+      onError: () => undefined,
+      serves: (accountId) => accountId === 'MAMINE',
+    });
+    try {
+      await queue.enqueue([
+        { kind: 'sync', accountId: 'MATHEIRS', stream: 'endpoints' },
+        { kind: 'sync', accountId: 'MAMINE', stream: 'endpoints' },
+      ]);
+      expect((await queue.take())?.job.accountId).toBe('MAMINE');
+      expect(await queue.take()).toBeUndefined();
+      const counts = await findJobStateCounts(test.database.root, jobSchema, ACCOUNT_JOBS_QUEUE, [
+        'MATHEIRS',
+      ]);
+      expect(counts.filter((row) => row.state === 'created')).toEqual([
+        { account: 'MATHEIRS', state: 'created', count: 1 },
+      ]);
+    } finally {
+      await queue.stop();
+    }
+  }, 60_000);
+
+  it('wakes an idle worker within a second of a job being enqueued, not at its next poll', async () => {
     const { test } = await openJobSchema();
     const worker = await openQueue(test, { supervise: true });
     const producer = await openQueue(test);

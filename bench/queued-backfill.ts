@@ -24,6 +24,9 @@ import { STREAM_NAMES } from '../src/domain/streams.js';
 import { scheduleVariable } from '../src/config/config-defaults.js';
 import { startSimulator } from '../src/simulator/simulator-server.js';
 import { sleep } from '../src/util/sleep.js';
+import { findJobStateCounts } from '../src/db/repositories/job-queue-repository.js';
+import { ACCOUNT_JOBS_QUEUE, openPgBossQueue } from '../src/jobs/pg-boss-queue.js';
+import { jobSchemaName } from '../src/jobs/job-settings.js';
 import { DEFAULT_DATABASE_URL } from './support/bench-database.js';
 import { baseChildEnv, createScratchDir, RESULTS_DIR, TELESYNC_COMMAND } from './support/paths.js';
 import { jsonLines } from './support/telesync-command.js';
@@ -161,6 +164,10 @@ const report: Record<string, unknown> = {
   days: DAYS,
 };
 const workers: ReturnType<typeof spawn>[] = [];
+const overBudget = (stats: ReturnType<typeof sim.stats>): string[] =>
+  Object.entries(stats.accounts)
+    .filter(([, load]) => load.maxPerWindow > 300)
+    .map(([id]) => id);
 try {
   // (a) One process, its best account concurrency.
   const one = envOf('bench_one', {
@@ -219,6 +226,68 @@ try {
   const xact = (await databaseCounters(admin.root, dbName)).transactions - xactBefore.transactions;
   const queuedStats = sim.stats();
 
+  // One scheduled tick of each stream for every account, a stream at a time, through the same
+  // workers: what one account costs per scheduled run of each stream.
+  const scheduled: Record<string, unknown> = {};
+  const queuedDb = await openDatabase(
+    { url: url.toString(), dataDir: '', schema: 'bench_queued' },
+    { maxConnections: 2 },
+  );
+  const producer = await openPgBossQueue({
+    connectionString: url.toString(),
+    schema: jobSchemaName('bench_queued'),
+    database: queuedDb,
+    leaseSeconds: 60,
+    retryLimit: 2,
+    retryDelaySeconds: 5,
+    maxConnections: 2,
+    supervise: false,
+    onError: () => undefined,
+  });
+  try {
+    for (const stream of STREAM_NAMES) {
+      sim.resetStats();
+      const cpuBefore = await Promise.all(workers.map((w) => cpuOf(w.pid!)));
+      const pgBefore = await backendCpu(admin.root, dbName);
+      const xBefore = (await databaseCounters(admin.root, dbName)).transactions;
+      const started = Date.now();
+      await producer.enqueue(
+        accounts.map((account) => ({ kind: 'sync', accountId: account.authId, stream }) as const),
+      );
+      for (;;) {
+        await sleep(250);
+        const counts = await findJobStateCounts(
+          queuedDb.root,
+          jobSchemaName('bench_queued'),
+          ACCOUNT_JOBS_QUEUE,
+          accounts.map((account) => account.authId),
+        );
+        if (!counts.some((row) => ['created', 'retry', 'active'].includes(row.state))) break;
+      }
+      const seconds = (Date.now() - started) / 1_000;
+      const cpu =
+        (await Promise.all(workers.map((w) => cpuOf(w.pid!)))).reduce((a, b) => a + b, 0) -
+        cpuBefore.reduce((a, b) => a + b, 0);
+      const pg = cpuSince(pgBefore, await backendCpu(admin.root, dbName));
+      const x = (await databaseCounters(admin.root, dbName)).transactions - xBefore;
+      const stats = sim.stats();
+      scheduled[stream] = {
+        wallSeconds: round(seconds),
+        perAccount: {
+          requests: round(stats.requests.total / ACCOUNTS),
+          transactions: round(x / ACCOUNTS),
+          workerCpuMs: round((cpu / ACCOUNTS) * 1_000),
+          postgresCpuMs: round((pg / ACCOUNTS) * 1_000),
+        },
+        overBudget: overBudget(stats),
+        rateLimited: stats.rateLimited,
+      };
+    }
+  } finally {
+    await producer.stop();
+    await queuedDb.close();
+  }
+
   // Every account's rows the same in both schemas (the one process's are checked exact by the
   // backfill benchmarks), none over budget.
   const verify = await openDatabase(
@@ -256,10 +325,6 @@ try {
   } finally {
     await verify.close();
   }
-  const overBudget = (stats: ReturnType<typeof sim.stats>): string[] =>
-    Object.entries(stats.accounts)
-      .filter(([, load]) => load.maxPerWindow > 300)
-      .map(([id]) => id);
   const ratio = queuedRun.wallSeconds / oneRun.wallSeconds;
   Object.assign(report, {
     oneProcess: {
@@ -295,6 +360,7 @@ try {
     wallRatio: round(ratio),
     wallRatioTarget: WALL_RATIO_TARGET,
     met: ratio <= WALL_RATIO_TARGET,
+    scheduledRunOfEachStream: scheduled,
     rowsCompared,
     accountsDiffering: differing,
   });

@@ -55,7 +55,7 @@ await esbuild.build({
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20',
+  target: 'node22',
   external,
   sourcemap: 'linked',
   // No keepNames: it wraps every function the code makes at run time (closures too) in a

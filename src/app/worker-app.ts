@@ -16,7 +16,7 @@ import { SCHEDULE_OFF } from '../scheduler/schedule-settings.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { FairShare } from '../jobs/fair-share.js';
-import { accountQueueName, openPgBossQueue } from '../jobs/pg-boss-queue.js';
+import { ACCOUNT_JOBS_QUEUE, openPgBossQueue } from '../jobs/pg-boss-queue.js';
 import { runWorkerLoop } from '../jobs/worker-loop.js';
 import { planSchedule } from '../scheduler/schedule-plan.js';
 import { describeError } from '../util/coerce-error.js';
@@ -118,6 +118,7 @@ export async function openWorkerApp(
       maxConnections: 4,
       supervise: true,
       onError: (error) => warnConnection('job queue (it reconnects by itself)', error),
+      serves: (accountId) => accountIds.includes(accountId),
     });
     const verify = config.schedule.verifyCron;
     await queue.keepSchedules(
@@ -135,7 +136,6 @@ export async function openWorkerApp(
   const jobSchema = jobSchemaName(config.database.schema);
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   let inHand = 0;
-  const accountQueues = accountIds.map(accountQueueName);
   const heartbeat = (): Promise<void> =>
     upsertWorkerHeartbeat(database.root, jobSchema, {
       worker_id: workerId,
@@ -143,7 +143,7 @@ export async function openWorkerApp(
       pid: process.pid,
       concurrency,
       in_hand: inHand,
-      queues: accountQueues,
+      queues: accountIds,
     }).catch((error: unknown) =>
       log.warn({ err: error }, `worker heartbeat not recorded: ${describeError(error)}`),
     );
@@ -153,7 +153,14 @@ export async function openWorkerApp(
   heartbeatTimer.unref();
 
   const fairShare = new FairShare(
-    () => findWorkToShare(database.root, jobSchema, accountQueues, WORKER_LIVE_SECONDS),
+    () =>
+      findWorkToShare(
+        database.root,
+        jobSchema,
+        ACCOUNT_JOBS_QUEUE,
+        accountIds,
+        WORKER_LIVE_SECONDS,
+      ),
     { cacheMs: 1_000, now: () => Date.now() },
   );
 
@@ -186,7 +193,6 @@ export async function openWorkerApp(
     run: (signal) =>
       runWorkerLoop({
         queue: jobs,
-        accountIds,
         concurrency,
         fairShare: () => fairShare.current(),
         pollMs: config.jobs.pollMs,

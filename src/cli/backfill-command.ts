@@ -5,7 +5,7 @@ import { findJobStateCounts } from '../db/repositories/job-queue-repository.js';
 import { sumRunsSince } from '../db/repositories/sync-runs-repository.js';
 import type { AccountJob, QueueCounts } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
-import { accountQueueName, countAccountJobs } from '../jobs/pg-boss-queue.js';
+import { ACCOUNT_JOBS_QUEUE, countAccountJobs } from '../jobs/pg-boss-queue.js';
 import type { SyncResult } from '../sync/run-stream.js';
 import {
   HORIZON_DAYS,
@@ -302,8 +302,12 @@ function noteBeyondHorizon(context: CommandContext, plan: BackfillPlan): boolean
 const QUEUE_PROGRESS_MS = 2_000;
 
 /**
- * Enqueues one job per account and window (each well under a worker's lease) and, with --wait,
- * shows the queue draining until none of those accounts has work left.
+ * Enqueues one job per account over all its windows (per stretch of adjacent windows) and, with
+ * --wait, shows the queue draining until none of those accounts has work left. A job is worth its
+ * bookkeeping (a fetch, a run row, its settling) only when it carries many windows: one per window
+ * made a queued backfill of small accounts many times slower than one process. A job longer than
+ * a worker's lease stops before the lease ends and goes back to the queue, and its run goes on
+ * from the windows its ledger holds, so a killed worker still loses at most one lease of work.
  */
 async function runQueuedBackfill(
   context: CommandContext,
@@ -317,12 +321,13 @@ async function runQueuedBackfill(
   const plan = planBackfill(nowMicros, range, plannerSettings(app.config.sync));
   const windows = plan.windows;
   const backfillId = randomUUID();
+  const stretches = adjacentStretches(windows);
   const jobs: AccountJob[] = accounts.flatMap((account) =>
-    windows.map((window) => ({
+    stretches.map((stretch) => ({
       kind: 'backfill-window' as const,
       accountId: account.authId,
-      start: formatIsoMicros(window.start),
-      end: formatIsoMicros(window.end),
+      start: formatIsoMicros(stretch.start),
+      end: formatIsoMicros(stretch.end),
       backfillId,
     })),
   );
@@ -342,7 +347,7 @@ async function runQueuedBackfill(
       context.io.out(
         options.json === true
           ? JSON.stringify({ ...summary, status: 'queued' })
-          : `queued ${plural(jobs.length, 'job')} (${plural(windows.length, 'window')} × ${plural(accounts.length, 'account')}) for the workers`,
+          : `queued ${plural(jobs.length, 'job')} (${plural(windows.length, 'window')} of each of ${plural(accounts.length, 'account')}) for the workers`,
       );
       return EXIT.OK;
     }
@@ -356,7 +361,8 @@ async function runQueuedBackfill(
         await findJobStateCounts(
           database.root,
           jobSchemaName(database.schema),
-          accountIds.map(accountQueueName),
+          ACCOUNT_JOBS_QUEUE,
+          accountIds,
         ),
       );
     let counts = await readCounts();
@@ -417,4 +423,17 @@ async function runQueuedBackfill(
     );
     return failed.length > 0 || shutdown.signal.aborted ? EXIT.FAILED : EXIT.OK;
   });
+}
+
+/** Windows that follow each other without a gap, merged: the ranges a job of each account covers. */
+export function adjacentStretches(
+  windows: readonly { readonly start: number; readonly end: number }[],
+): { start: number; end: number }[] {
+  const stretches: { start: number; end: number }[] = [];
+  for (const window of windows) {
+    const last = stretches.at(-1);
+    if (last !== undefined && last.end === window.start) last.end = window.end;
+    else stretches.push({ start: window.start, end: window.end });
+  }
+  return stretches;
 }

@@ -43,20 +43,28 @@ async function runMigrate(context: CommandContext, statusOnly: boolean): Promise
     const { url, schema } = app.config.database;
     // The workers' queue (pg-boss) lives beside the data, in a schema of its own; it is created
     // under the migration lock too, so replicas that migrate at once do not collide there either.
+    let queueRemade: { carriedOver: number } | undefined;
     const installQueue =
       url === undefined
         ? undefined
         : async (locked: Parameters<typeof createWorkersTable>[0]): Promise<void> => {
-            await installJobSchema({
+            const installed = await installJobSchema({
               connectionString: url,
               schema: jobSchemaName(schema),
+              database,
               onError: (error) =>
                 app.log.warn({ err: error }, 'job queue schema: ' + error.message),
             });
             await createWorkersTable(locked, jobSchemaName(schema));
+            if (installed.remade) queueRemade = { carriedOver: installed.carriedOver };
           };
     const applied = await migrateToLatest(database, undefined, installQueue);
     for (const name of applied) io.out(`applied  ${name}`);
+    if (queueRemade !== undefined)
+      io.out(
+        `Job queue schema "${jobSchemaName(schema)}" was of pg-boss 10: made anew for pg-boss 12, ` +
+          `${queueRemade.carriedOver} jobs not yet done carried over.`,
+      );
     if (installQueue !== undefined)
       io.out(`Job queue schema "${jobSchemaName(schema)}" is ready (pg-boss).`);
     io.out(

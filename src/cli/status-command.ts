@@ -7,7 +7,7 @@ import {
   type WorkerRow,
 } from '../db/repositories/job-queue-repository.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
-import { accountQueueName } from '../jobs/pg-boss-queue.js';
+import { ACCOUNT_JOBS_QUEUE } from '../jobs/pg-boss-queue.js';
 import {
   findKnownAccounts,
   findStreamStatus,
@@ -259,20 +259,18 @@ async function readQueueStatus(
   accounts: readonly string[],
 ): Promise<QueueStatus | undefined> {
   const jobSchema = jobSchemaName(database.schema);
-  const queues = accounts.map(accountQueueName);
-  const counts = await findStreamJobCounts(database.root, jobSchema, queues);
+  const counts = await findStreamJobCounts(database.root, jobSchema, ACCOUNT_JOBS_QUEUE, accounts);
   const workers = await findLiveWorkers(database.root, jobSchema, WORKER_LIVE_SECONDS);
   if (counts.length === 0 && workers.length === 0) return undefined;
   const jobs: QueueStatus['jobs'] = [];
   for (const account of accounts) {
-    const queue = accountQueueName(account);
     for (const stream of new Set(
-      counts.filter((row) => row.queue === queue).map((row) => row.stream),
+      counts.filter((row) => row.account === account).map((row) => row.stream),
     )) {
       const of = (...states: string[]): number =>
         counts
           .filter(
-            (row) => row.queue === queue && row.stream === stream && states.includes(row.state),
+            (row) => row.account === account && row.stream === stream && states.includes(row.state),
           )
           .reduce((sum, row) => sum + row.count, 0);
       jobs.push({

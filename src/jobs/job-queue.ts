@@ -2,11 +2,14 @@ import type { StreamName } from '../domain/streams.js';
 
 /**
  * The job queue as telesync uses it (the port; pg-boss-queue.ts is the adapter). Work is owned by
- * account: each account has a queue of its own, and at most one of its jobs is active anywhere at a
- * time, so one worker at a time holds an account and runs it under that account's one limiter.
+ * account: at most one of an account's jobs is active anywhere at a time, so one worker at a time
+ * holds an account and runs it under that account's one limiter.
  */
 
-/** One job: a sync of one stream of one account, or one backfill window of its trunk calls. */
+/**
+ * One job: a sync of one stream of one account, or a backfill of its trunk calls over a range of
+ * windows (a run reads the windows of the range its ledger does not hold yet).
+ */
 export type AccountJob =
   | { readonly kind: 'sync'; readonly accountId: string; readonly stream: StreamName }
   | {
@@ -24,7 +27,8 @@ export type AccountJob =
 /** A job taken from the queue, with what settling it needs. */
 export interface TakenJob {
   readonly id: string;
-  readonly queue: string;
+  /** Which attempt this is: settling it leaves a later attempt (after the lease) alone. */
+  readonly retryCount: number;
   readonly job: AccountJob;
   /** Epoch milliseconds after which the queue may give the job to another worker. */
   readonly leaseEndsAtMs: number;
@@ -45,10 +49,15 @@ export interface JobQueue {
   /** Adds jobs (in order). */
   enqueue(jobs: readonly AccountJob[]): Promise<void>;
   /**
-   * Takes the next job of one of `accountIds` whose account has no job active, trying the accounts
-   * from a rotating start so that none starves; undefined when none is ready.
+   * Takes the next job of any account that has no job active; undefined when none is ready. A job
+   * whose data is malformed is failed with the reason on the way, never returned.
    */
-  take(accountIds: readonly string[]): Promise<TakenJob | undefined>;
+  take(): Promise<TakenJob | undefined>;
+  /**
+   * Waits until jobs may have been enqueued (a notification) or `ms` passed, whichever is first;
+   * returns at once when `signal` aborts.
+   */
+  waitForWork(ms: number, signal: AbortSignal): Promise<void>;
   /** The job is done. */
   complete(taken: TakenJob): Promise<void>;
   /** The job failed: retried later with backoff, until its retries run out. */
@@ -62,6 +71,6 @@ export interface JobQueue {
     timezone: string,
     accountIds: readonly string[],
   ): Promise<void>;
-  /** Stops polling and closes connections; jobs in hand must have been settled first. */
+  /** Stops listening and closes connections; jobs in hand must have been settled first. */
   stop(): Promise<void>;
 }

@@ -1,16 +1,23 @@
-import type PgBoss from 'pg-boss';
+import type { JobInsert, JobWithMetadata, PgBoss } from 'pg-boss';
 import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import type { AccountJob, JobQueue, QueueCounts } from './job-queue.js';
-import type { JobStateCount } from '../db/repositories/job-queue-repository.js';
-import { withAdvisoryLock } from '../db/advisory-lock.js';
+import {
+  dropJobSchema,
+  findJobSchemaVersion,
+  findLegacyPendingJobs,
+  type JobStateCount,
+} from '../db/repositories/job-queue-repository.js';
+import { listenForNotifications, notifyChannel } from '../db/notification-listener.js';
 import type { Database } from '../db/connect.js';
+import { isMalformedJob, parseAccountJob } from './parse-account-job.js';
 
 /**
- * The job queue on pg-boss 10, in the same PostgreSQL as the data, in a schema of its own. Each
- * account has a queue of policy `singleton` (at most one job active in it, whichever worker holds
- * it): that is how one worker at a time owns an account. One queue per account rather than one
- * queue keyed by account because pg-boss fetches a queue's jobs in order and a fetch whose next job
- * is of an account already active returns nothing: one busy account would hold up the others.
+ * The job queue on pg-boss 12, in the same PostgreSQL as the data, in a schema of its own. Every
+ * account's jobs go to one queue, each job in its account's group; a fetch with
+ * `groupConcurrency: 1` takes the next job of any account that has none active, whichever worker
+ * holds that one. So one worker at a time owns an account, a busy account costs a fetch nothing,
+ * and an idle worker's fetch is one statement however many accounts there are. Idle workers are
+ * woken by a NOTIFY when jobs are enqueued, and otherwise look again only every `pollMs`.
  */
 
 export interface PgBossQueueSettings {
@@ -18,7 +25,7 @@ export interface PgBossQueueSettings {
   readonly connectionString: string;
   /** The schema of pg-boss's tables. */
   readonly schema: string;
-  /** telesync's database: its advisory lock lets one process at a time create queues. */
+  /** telesync's database: the NOTIFY that wakes idle workers is sent through it. */
   readonly database: Database;
   /**
    * How long a worker holds a job before pg-boss may give it to another (a killed worker's job is
@@ -30,42 +37,106 @@ export interface PgBossQueueSettings {
   readonly retryDelaySeconds: number;
   /** Connections of pg-boss's own pool. */
   readonly maxConnections: number;
-  /** Whether this process keeps the cron schedules and expires jobs (workers: yes; commands: no). */
+  /**
+   * Whether this process keeps the cron schedules, expires jobs and listens for new ones
+   * (workers: yes; commands that only enqueue: no).
+   */
   readonly supervise: boolean;
   /** Told of pg-boss's errors (a lost connection, say): it keeps going and reconnects. */
   readonly onError: (error: Error) => void;
+  /**
+   * The accounts this process runs jobs of (omitted: any). Workers configured with different
+   * accounts share the one queue: a job of an account not served here goes back to the queue for
+   * the others, and this process's fetches skip that account from then on.
+   */
+  readonly serves?: (accountId: string) => boolean;
 }
 
-/** The queue of one account's jobs. */
-export function accountQueueName(accountId: string): string {
-  return `telesync-account-${accountId}`;
-}
+/** The one queue of every account's jobs; the account is the job's group. */
+export const ACCOUNT_JOBS_QUEUE = 'telesync-jobs';
 
-/** The queue of the cron ticks of one stream (pg-boss keeps one schedule per queue). */
-function tickQueueName(stream: StreamName | 'verify'): string {
-  return `telesync-tick-${stream}`;
-}
+/** The queue of the schedule's ticks: one schedule per stream, keyed by the stream. */
+const TICKS_QUEUE = 'telesync-ticks';
+
+/** What the schedule ticks: every stream, and `telesync verify`. */
+const TICK_NAMES: readonly (StreamName | 'verify')[] = [...STREAM_NAMES, 'verify'];
+
+/** pg-boss 12 migrates schemas from this version on; pg-boss 10 (telesync before) made 24. */
+const FIRST_MIGRATABLE_VERSION = 25;
 
 /** pg-boss, loaded on first use: commands that never touch the queue do not pay its start-up. */
 async function loadPgBoss(): Promise<typeof PgBoss> {
-  // A CommonJS module (`export =`): imported from ESM, its exports are the namespace's default.
-  const loaded = (await import('pg-boss')) as unknown as { default: typeof PgBoss };
-  return loaded.default;
+  const loaded = await import('pg-boss');
+  return loaded.PgBoss;
 }
 
-/** How long a process waits for another to finish creating a queue (each takes milliseconds). */
-const QUEUE_CREATION_WAIT_MS = 60_000;
+/**
+ * pg-boss's `error` event. PgBoss is a typed EventEmitter, but its declarations import node:events
+ * in a form this project's compiler settings (no esModuleInterop) do not read as one.
+ */
+function onBossError(boss: PgBoss, listener: (error: Error) => void): void {
+  (boss as unknown as { on(event: 'error', listener: (error: Error) => void): void }).on(
+    'error',
+    listener,
+  );
+}
 
-/** Sync jobs go before backfill windows of the same account: the schedule must not starve. */
+/** Sync jobs go before backfill jobs: the schedule must not starve. */
 const SYNC_PRIORITY = 10;
 
+/** The channel that wakes idle workers of one job schema (channels are database-wide). */
+function wakeChannel(schema: string): string {
+  return `telesync_jobs:${schema}`;
+}
+
+/** How an idle worker's wait for jobs ends: a NOTIFY, the poll, or the signal. */
+interface Wakeup {
+  wait(ms: number, signal: AbortSignal): Promise<void>;
+  wake(): void;
+}
+
+function createWakeup(): Wakeup {
+  let waiters: (() => void)[] = [];
+  return {
+    wait(ms, signal) {
+      return new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          waiters = waiters.filter((waiter) => waiter !== done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        signal.addEventListener('abort', done, { once: true });
+        waiters.push(done);
+      });
+    },
+    wake() {
+      for (const waiter of [...waiters]) waiter();
+    },
+  };
+}
+
 /**
- * Creates pg-boss's schema (or migrates it to this version) and stops: what `telesync migrate`
- * runs on PostgreSQL.
+ * Creates pg-boss's schema (or migrates it to this version) and the queues, and stops: what
+ * `telesync migrate` runs on PostgreSQL. A schema of pg-boss 10, which pg-boss 12 cannot migrate,
+ * is made anew: its jobs not yet done are carried over into the new queue (their runs continue
+ * from their ledger, so a job run twice reads nothing twice) and its schedules are kept again by
+ * the next worker to start. Returns how many jobs were carried over, when the schema was made anew.
  */
 export async function installJobSchema(
-  settings: Pick<PgBossQueueSettings, 'connectionString' | 'schema' | 'onError'>,
-): Promise<void> {
+  settings: Pick<PgBossQueueSettings, 'connectionString' | 'schema' | 'onError' | 'database'>,
+): Promise<{ remade: boolean; carriedOver: number }> {
+  const root = settings.database.root;
+  const version = await findJobSchemaVersion(root, settings.schema);
+  let carried: AccountJob[] = [];
+  const remade = version !== undefined && version < FIRST_MIGRATABLE_VERSION;
+  if (remade) {
+    carried = (await findLegacyPendingJobs(root, settings.schema))
+      .map((data) => parseAccountJob(data))
+      .filter((job): job is AccountJob => !isMalformedJob(job));
+    await dropJobSchema(root, settings.schema);
+  }
   const Boss = await loadPgBoss();
   const boss = new Boss({
     connectionString: settings.connectionString,
@@ -75,9 +146,38 @@ export async function installJobSchema(
     schedule: false,
     migrate: true,
   });
-  boss.on('error', settings.onError);
+  onBossError(boss, settings.onError);
   await boss.start();
-  await boss.stop({ graceful: false, wait: true });
+  try {
+    await ensureQueues(boss);
+    if (carried.length > 0) await boss.insert(ACCOUNT_JOBS_QUEUE, carried.map(insertOf({})));
+  } finally {
+    await boss.stop({ graceful: false });
+  }
+  return { remade, carriedOver: carried.length };
+}
+
+async function ensureQueues(boss: PgBoss): Promise<void> {
+  for (const name of [ACCOUNT_JOBS_QUEUE, TICKS_QUEUE]) {
+    // Creating a queue that another process created meanwhile does nothing.
+    if ((await boss.getQueue(name)) === null)
+      await boss.createQueue(name, { policy: 'standard', notify: name === TICKS_QUEUE });
+  }
+}
+
+/** A job as pg-boss inserts it: in its account's group, with its retries and lease. */
+function insertOf(
+  settings: Partial<Pick<PgBossQueueSettings, 'leaseSeconds' | 'retryLimit' | 'retryDelaySeconds'>>,
+): (job: AccountJob) => JobInsert<AccountJob> {
+  return (job) => ({
+    data: job,
+    group: { id: job.accountId },
+    priority: job.kind === 'sync' ? SYNC_PRIORITY : 0,
+    retryBackoff: true,
+    ...(settings.leaseSeconds === undefined ? {} : { expireInSeconds: settings.leaseSeconds }),
+    ...(settings.retryLimit === undefined ? {} : { retryLimit: settings.retryLimit }),
+    ...(settings.retryDelaySeconds === undefined ? {} : { retryDelay: settings.retryDelaySeconds }),
+  });
 }
 
 /** Starts pg-boss (its schema must exist: installJobSchema) and returns the queue over it. */
@@ -90,106 +190,111 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
     supervise: settings.supervise,
     schedule: settings.supervise,
     migrate: false,
+    // The schedule's ticks wake the worker that takes them (the tick queue notifies).
+    useListenNotify: settings.supervise,
     // Expired jobs are found by the maintenance pass: run it often so a killed worker's job is
     // retried soon after its lease ends.
     maintenanceIntervalSeconds: Math.max(1, Math.min(30, Math.floor(settings.leaseSeconds / 4))),
-    expireInSeconds: settings.leaseSeconds,
   });
-  boss.on('error', settings.onError);
-  // pg-boss 10 creates a queue as a partition of its job table with a foreign key to its queue
-  // table, taking those locks in opposite orders: two creations at once (a backfill enqueuing
-  // while workers start) deadlock. So every creation in telesync's processes takes this lock:
-  // ours below, and the one pg-boss makes itself when a process that keeps schedules starts (its
-  // cron queue; pg-boss ignores that one's failure, so a deadlock there would go unseen).
-  const oneCreationAtATime = <T>(create: () => Promise<T>): Promise<T> =>
-    withAdvisoryLock(
-      settings.database,
-      `job-queue-creation:${settings.schema}`,
-      { waitMs: QUEUE_CREATION_WAIT_MS, pollMs: 20 },
-      create,
-    );
-  await (settings.supervise ? oneCreationAtATime(() => boss.start()) : boss.start());
+  onBossError(boss, settings.onError);
+  await boss.start();
+  await ensureQueues(boss);
 
-  const known = new Set<string>();
-  const ensureQueue = async (name: string): Promise<void> => {
-    if (known.has(name)) return;
-    if ((await boss.getQueue(name)) === null) {
-      // Creating a queue that another process created meanwhile does nothing.
-      await oneCreationAtATime(() =>
-        boss.createQueue(name, {
-          name,
-          policy: 'singleton',
-          retryLimit: settings.retryLimit,
-          retryDelay: settings.retryDelaySeconds,
-          retryBackoff: true,
-          expireInSeconds: settings.leaseSeconds,
-        }),
-      );
-    }
-    known.add(name);
-  };
-
-  let rotation = 0;
+  const wakeup = createWakeup();
+  const channel = wakeChannel(settings.schema);
+  const listener = settings.supervise
+    ? await listenForNotifications({
+        connectionString: settings.connectionString,
+        channel,
+        onNotify: () => wakeup.wake(),
+        onError: settings.onError,
+        reconnectMs: 1_000,
+      })
+    : undefined;
+  const toInsert = insertOf(settings);
   const workerIds: string[] = [];
+  const notServed = new Set<string>();
 
   const queue: JobQueue = {
     async enqueue(jobs) {
-      const byQueue = new Map<string, PgBoss.JobInsert[]>();
-      for (const job of jobs) {
-        const name = accountQueueName(job.accountId);
-        const list = byQueue.get(name) ?? [];
-        list.push({
-          name,
-          data: job,
-          priority: job.kind === 'sync' ? SYNC_PRIORITY : 0,
-          expireInSeconds: settings.leaseSeconds,
-          retryLimit: settings.retryLimit,
-          retryDelay: settings.retryDelaySeconds,
-          retryBackoff: true,
-        });
-        byQueue.set(name, list);
-      }
-      for (const [name, list] of byQueue) {
-        await ensureQueue(name);
-        await boss.insert(list);
-      }
+      if (jobs.length === 0) return;
+      await boss.insert(ACCOUNT_JOBS_QUEUE, jobs.map(toInsert));
+      await notifyChannel(settings.database.root, channel);
     },
 
-    async take(accountIds) {
-      if (accountIds.length === 0) return undefined;
-      const start = rotation++ % accountIds.length;
-      for (let step = 0; step < accountIds.length; step++) {
-        const name = accountQueueName(accountIds[(start + step) % accountIds.length]!);
-        await ensureQueue(name);
-        const [job] = await boss.fetch<AccountJob>(name, { batchSize: 1, includeMetadata: true });
-        if (job === undefined) continue;
-        const leaseSeconds = leaseOf(job.expireIn, settings.leaseSeconds);
+    async take() {
+      for (;;) {
+        const [job] = await boss.fetch<unknown>(ACCOUNT_JOBS_QUEUE, {
+          batchSize: 1,
+          groupConcurrency: 1,
+          includeMetadata: true,
+          ...(notServed.size > 0 ? { ignoreGroups: [...notServed] } : {}),
+        });
+        if (job === undefined) return undefined;
+        const parsed = parseAccountJob(job.data, job.groupId);
+        const attempt = { id: job.id, retryCount: job.retryCount };
+        if (isMalformedJob(parsed)) {
+          // Failed now, not left to its lease: the account's next job is taken at once. Its
+          // retries would fail the same way: with retries left it is made due again with none,
+          // so the next fetch fails it for good.
+          await boss.fail(ACCOUNT_JOBS_QUEUE, attempt, { message: parsed.malformed });
+          if (job.retryCount < job.retryLimit)
+            await boss.update(ACCOUNT_JOBS_QUEUE, undefined, {
+              id: job.id,
+              retryLimit: 0,
+              startAfter: new Date(0),
+            });
+          settings.onError(new Error(`job ${job.id} failed: ${parsed.malformed}`));
+          continue;
+        }
+        if (settings.serves !== undefined && !settings.serves(parsed.accountId)) {
+          notServed.add(parsed.accountId);
+          await boss.insert(ACCOUNT_JOBS_QUEUE, [toInsert(parsed)]);
+          await boss.complete(ACCOUNT_JOBS_QUEUE, attempt);
+          await notifyChannel(settings.database.root, channel);
+          continue;
+        }
         return {
           id: job.id,
-          queue: name,
-          job: job.data,
+          retryCount: job.retryCount,
+          job: parsed,
           // From this process's clock, not the database's: the fetch started the lease a moment ago.
-          leaseEndsAtMs: Date.now() + leaseSeconds * 1_000,
+          leaseEndsAtMs: Date.now() + leaseOf(job, settings.leaseSeconds) * 1_000,
         };
       }
-      return undefined;
     },
 
+    waitForWork: (ms, signal) => wakeup.wait(ms, signal),
+
     async complete(taken) {
-      await boss.complete(taken.queue, taken.id);
+      await boss.complete(ACCOUNT_JOBS_QUEUE, { id: taken.id, retryCount: taken.retryCount });
     },
 
     async fail(taken, reason) {
-      await boss.fail(taken.queue, taken.id, { message: reason });
+      await boss.fail(
+        ACCOUNT_JOBS_QUEUE,
+        { id: taken.id, retryCount: taken.retryCount },
+        { message: reason },
+      );
     },
 
     async keepSchedules(schedules, timezone, accountIds) {
       for (const { stream, cron } of schedules) {
-        const name = tickQueueName(stream);
-        await ensureQueue(name);
-        await boss.schedule(name, cron, {}, { tz: timezone });
-        workerIds.push(
-          await boss.work(name, { batchSize: 1 }, async () => {
+        await boss.schedule(TICKS_QUEUE, cron, { stream }, { tz: timezone, key: stream });
+      }
+      // A stream turned "off" since: its schedule goes, so stopping it in the config stops it.
+      const kept = new Set(schedules.map((schedule) => schedule.stream));
+      for (const stream of TICK_NAMES) {
+        if (!kept.has(stream)) await boss.unschedule(TICKS_QUEUE, stream);
+      }
+      if (schedules.length === 0) return;
+      workerIds.push(
+        await boss.work<{ stream?: unknown }>(
+          TICKS_QUEUE,
+          { batchSize: 1, pollingIntervalSeconds: 10, notifyPollingIntervalSeconds: 60 },
+          async ([tick]) => {
+            const stream = TICK_NAMES.find((name) => name === tick?.data.stream);
+            if (stream === undefined) return;
             await queue.enqueue(
               accountIds.map((accountId): AccountJob =>
                 stream === 'verify'
@@ -197,46 +302,34 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
                   : { kind: 'sync', accountId, stream },
               ),
             );
-          }),
-        );
-      }
-      // A stream turned "off" since: its schedule goes, so stopping it in the config stops it.
-      const kept = new Set(schedules.map((schedule) => schedule.stream));
-      for (const stream of [...STREAM_NAMES, 'verify' as const]) {
-        if (!kept.has(stream) && (await boss.getQueue(tickQueueName(stream))) !== null) {
-          await boss.unschedule(tickQueueName(stream));
-        }
-      }
+          },
+        ),
+      );
     },
 
     async stop() {
-      await boss.stop({ graceful: true, wait: true, timeout: 10_000 });
+      wakeup.wake();
+      await listener?.close();
+      await boss.stop({ graceful: true, timeout: 10_000 });
     },
   };
   return queue;
 }
 
-/** The lease of a job in seconds, from pg-boss's interval. */
-function leaseOf(interval: PgBoss.PostgresInterval, fallback: number): number {
-  const seconds =
-    (interval.days ?? 0) * 86_400 +
-    (interval.hours ?? 0) * 3_600 +
-    (interval.minutes ?? 0) * 60 +
-    (interval.seconds ?? 0) +
-    (interval.milliseconds ?? 0) / 1_000;
-  return seconds > 0 ? seconds : fallback;
+/** The lease of a job in seconds, as pg-boss holds it. */
+function leaseOf(job: JobWithMetadata<unknown>, fallback: number): number {
+  return job.expireInSeconds > 0 ? job.expireInSeconds : fallback;
 }
 
-/** The counts of each account's queue, from the rows of findJobStateCounts. */
+/** The counts of each account's jobs, from the rows of findJobStateCounts. */
 export function countAccountJobs(
   accountIds: readonly string[],
   rows: readonly JobStateCount[],
 ): QueueCounts[] {
   return accountIds.map((accountId) => {
-    const name = accountQueueName(accountId);
     const of = (...states: string[]): number =>
       rows
-        .filter((row) => row.queue === name && states.includes(row.state))
+        .filter((row) => row.account === accountId && states.includes(row.state))
         .reduce((sum, row) => sum + row.count, 0);
     return {
       accountId,

@@ -5,8 +5,6 @@ import type { JobQueue, TakenJob } from './job-queue.js';
 
 export interface WorkerLoopOptions {
   readonly queue: JobQueue;
-  /** The accounts this worker serves. */
-  readonly accountIds: readonly string[];
   /** Jobs (so accounts) in hand at once. */
   readonly concurrency: number;
   /**
@@ -15,6 +13,7 @@ export interface WorkerLoopOptions {
    * `concurrency` bounds it. A worker with nothing in hand always takes a job.
    */
   readonly fairShare?: () => Promise<number>;
+  /** How long an idle worker waits for a notification of new jobs before it looks anyway. */
   readonly pollMs: number;
   /** Runs and settles one job; expected not to throw (a throw is logged). */
   readonly handle: (taken: TakenJob) => Promise<void>;
@@ -24,9 +23,10 @@ export interface WorkerLoopOptions {
 }
 
 /**
- * Takes jobs while there is room, up to `concurrency` (and `fairShare`) in hand, and waits `pollMs`
- * when there is none or the queue cannot be reached (a lost database connection: pg-boss
- * reconnects, and so do the loop's next polls). Returns once drained.
+ * Takes jobs while there is room, up to `concurrency` (and `fairShare`) in hand. With none to take
+ * it waits for new jobs to be enqueued, for one of its own to end (the account's next job may then
+ * be due), or `pollMs`; when the queue cannot be reached (a lost database connection: pg-boss
+ * reconnects) it waits `pollMs`. Returns once drained.
  */
 export async function runWorkerLoop(options: WorkerLoopOptions): Promise<void> {
   const inHand = new Set<Promise<void>>();
@@ -50,7 +50,7 @@ export async function runWorkerLoop(options: WorkerLoopOptions): Promise<void> {
     }
     let taken: TakenJob | undefined;
     try {
-      taken = await options.queue.take(options.accountIds);
+      taken = await options.queue.take();
       if (queueDown) options.log.info('the job queue answers again');
       queueDown = false;
     } catch (error) {
@@ -62,7 +62,9 @@ export async function runWorkerLoop(options: WorkerLoopOptions): Promise<void> {
       queueDown = true;
     }
     if (taken === undefined) {
-      await sleep(options.pollMs, options.signal).catch(() => undefined);
+      await (queueDown
+        ? sleep(options.pollMs, options.signal).catch(() => undefined)
+        : Promise.race([...inHand, options.queue.waitForWork(options.pollMs, options.signal)]));
       continue;
     }
     const job = taken;

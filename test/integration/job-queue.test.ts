@@ -16,10 +16,11 @@ import type { StreamName } from '../../src/domain/streams.js';
 import type { JobQueue } from '../../src/jobs/job-queue.js';
 import { jobSchemaName } from '../../src/jobs/job-settings.js';
 import {
-  accountQueueName,
+  ACCOUNT_JOBS_QUEUE,
   installJobSchema,
   openPgBossQueue,
 } from '../../src/jobs/pg-boss-queue.js';
+import { PgBoss } from 'pg-boss';
 import { createTestDatabase, harnessTarget, type TestDatabase } from '../support/test-database.js';
 
 const opened: TestDatabase[] = [];
@@ -42,7 +43,12 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
     const test = await createTestDatabase();
     opened.push(test);
     const jobSchema = jobSchemaName(test.database.schema);
-    await installJobSchema({ connectionString: url, schema: jobSchema, onError: () => undefined });
+    await installJobSchema({
+      connectionString: url,
+      schema: jobSchema,
+      database: test.database,
+      onError: () => undefined,
+    });
     return { test, jobSchema };
   }
 
@@ -63,23 +69,22 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
     });
   }
 
-  it('four processes creating the queues of the same twenty accounts at once: no deadlock, every job kept', async () => {
+  it("four processes enqueuing jobs of the same twenty accounts at once: every job kept, in its account's group", async () => {
     const { test, jobSchema } = await openJobSchema();
     const accounts = Array.from(
       { length: 20 },
       (_, index) => `MAQUEUE${String(index).padStart(2, '0')}`,
     );
-    // pg-boss 10 creates a queue as a partition with a foreign key to its queue table: two creations
-    // at once take those locks in opposite orders and PostgreSQL ends one with "deadlock detected".
     const queues = await Promise.all([0, 1, 2, 3].map(() => openQueue(test)));
     await enqueueEachAccountFromEach(queues, accounts, 5, 'trunk_calls');
     const counts = await findJobStateCounts(
       test.database.root,
       jobSchema,
-      accounts.map(accountQueueName),
+      ACCOUNT_JOBS_QUEUE,
+      accounts,
     );
-    expect(counts.map((row) => [row.queue, row.state, row.count]).sort()).toEqual(
-      accounts.map((account) => [accountQueueName(account), 'created', 4]).sort(),
+    expect(counts.map((row) => [row.account, row.state, row.count]).sort()).toEqual(
+      accounts.map((account) => [account, 'created', 4]).sort(),
     );
   }, 60_000);
 
@@ -109,6 +114,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
         await installJobSchema({
           connectionString: ownUrl,
           schema: jobSchemaName(database.schema),
+          database,
           onError: () => undefined,
         });
         const opening = [0, 1, 2, 3].map((index) =>
@@ -137,12 +143,12 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
           .slice(0, 3)
           .map((accountId) => ({ kind: 'sync' as const, accountId, stream: 'endpoints' })),
       );
-      const taken = await queue.take(['MADUE0']);
+      const taken = await queue.take();
       expect(taken?.job.accountId).toBe('MADUE0');
       // MADUE2's job waits for a retry an hour away, as after a failure with backoff.
       await sql`UPDATE ${sql.id(jobSchema, 'job')} SET state = 'retry',
           start_after = now() + interval '1 hour'
-        WHERE name = ${accountQueueName('MADUE2')}`.execute(test.database.root);
+        WHERE name = ${ACCOUNT_JOBS_QUEUE} AND group_id = 'MADUE2'`.execute(test.database.root);
       await createWorkersTable(test.database.root, jobSchema);
       await upsertWorkerHeartbeat(test.database.root, jobSchema, {
         worker_id: 'w',
@@ -150,10 +156,10 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
         pid: 1,
         concurrency: 4,
         in_hand: 1,
-        queues: accounts.map(accountQueueName),
+        queues: accounts,
       });
       expect(
-        await findWorkToShare(test.database.root, jobSchema, accounts.map(accountQueueName), 30),
+        await findWorkToShare(test.database.root, jobSchema, ACCOUNT_JOBS_QUEUE, accounts, 30),
       ).toEqual({ accountsWithWork: 2, liveWorkers: 1 });
     } finally {
       await queue.stop();
@@ -181,17 +187,16 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
         pid: index,
         concurrency: 10,
         in_hand: 0,
-        queues: accounts.map(accountQueueName),
+        queues: accounts,
       });
     const startWorker = (index: number) => {
       const share = new FairShare(
-        () => findWorkToShare(test.database.root, jobSchema, accounts.map(accountQueueName), 30),
+        () => findWorkToShare(test.database.root, jobSchema, ACCOUNT_JOBS_QUEUE, accounts, 30),
         { cacheMs: 0, now: () => Date.now() },
       );
       const queue = queues[index]!;
       return runWorkerLoop({
         queue,
-        accountIds: accounts,
         concurrency: 10,
         fairShare: () => share.current(),
         pollMs: 50,
@@ -251,10 +256,10 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
           pid: 1,
           concurrency: 8,
           in_hand: 0,
-          queues: served.map(accountQueueName),
+          queues: served,
         });
       const shareOf = (served: readonly string[]) =>
-        findWorkToShare(test.database.root, jobSchema, served.map(accountQueueName), 30);
+        findWorkToShare(test.database.root, jobSchema, ACCOUNT_JOBS_QUEUE, served, 30);
       // One worker per half of the accounts (each machine configured with its own): neither can
       // help the other, so each takes all four of its own.
       const [first, second] = [accounts.slice(0, 4), accounts.slice(4)];
@@ -276,6 +281,147 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
     } finally {
       await queue.stop();
     }
+  }, 60_000);
+  it('fails a malformed job at once with the reason, and gives the account its next job', async () => {
+    const { test, jobSchema } = await openJobSchema();
+    const queue = await openQueue(test);
+    const boss = new PgBoss({ connectionString: url, schema: jobSchema, supervise: false });
+    await boss.start();
+    try {
+      // Rows no telesync enqueues: written straight into the queue, in the account's group.
+      await boss.insert(ACCOUNT_JOBS_QUEUE, [
+        { group: { id: 'MABAD' }, priority: 20 },
+        {
+          data: { kind: 'sync', accountId: 'MABAD', stream: 'no_such_stream' },
+          group: { id: 'MABAD' },
+          priority: 20,
+        },
+        {
+          data: {
+            kind: 'backfill-window',
+            accountId: 'MABAD',
+            start: '2026-02-30T00:00:00Z',
+            end: '2026-03-02T00:00:00Z',
+            backfillId: 'b',
+          },
+          group: { id: 'MABAD' },
+          priority: 20,
+        },
+      ]);
+      await queue.enqueue([{ kind: 'sync', accountId: 'MABAD', stream: 'endpoints' }]);
+      const taken = await queue.take();
+      expect(taken?.job).toEqual({ kind: 'sync', accountId: 'MABAD', stream: 'endpoints' });
+      const { rows } = await sql<{ state: string; message: string | null }>`
+        SELECT state::text AS state, output->>'message' AS message FROM ${sql.id(jobSchema, 'job')}
+        WHERE name = ${ACCOUNT_JOBS_QUEUE} AND state::text <> 'active'
+        ORDER BY created_on, id`.execute(test.database.root);
+      expect(rows.map((row) => row.state)).toEqual(['failed', 'failed', 'failed']);
+      expect(rows.map((row) => row.message).sort()).toEqual([
+        'backfill job of MABAD has a bad window: start "2026-02-30T00:00:00Z", end "2026-03-02T00:00:00Z"',
+        'job data is null, not an object',
+        'sync job of MABAD names an unknown stream: "no_such_stream"',
+      ]);
+    } finally {
+      await boss.stop({ graceful: false });
+      await queue.stop();
+    }
+  }, 60_000);
+
+  it('a worker leaves the jobs of accounts it does not serve to the workers that do', async () => {
+    const { test, jobSchema } = await openJobSchema();
+    const queue = await openPgBossQueue({
+      connectionString: url,
+      schema: jobSchema,
+      database: test.database,
+      leaseSeconds: 30,
+      retryLimit: 0,
+      retryDelaySeconds: 1,
+      maxConnections: 2,
+      supervise: false,
+      onError: () => undefined,
+      serves: (accountId) => accountId === 'MAMINE',
+    });
+    try {
+      await queue.enqueue([
+        { kind: 'sync', accountId: 'MATHEIRS', stream: 'endpoints' },
+        { kind: 'sync', accountId: 'MAMINE', stream: 'endpoints' },
+      ]);
+      expect((await queue.take())?.job.accountId).toBe('MAMINE');
+      expect(await queue.take()).toBeUndefined();
+      const counts = await findJobStateCounts(test.database.root, jobSchema, ACCOUNT_JOBS_QUEUE, [
+        'MATHEIRS',
+      ]);
+      expect(counts.filter((row) => row.state === 'created')).toEqual([
+        { account: 'MATHEIRS', state: 'created', count: 1 },
+      ]);
+    } finally {
+      await queue.stop();
+    }
+  }, 60_000);
+
+  it('wakes an idle worker within a second of a job being enqueued, not at its next poll', async () => {
+    const { test } = await openJobSchema();
+    const worker = await openQueue(test, { supervise: true });
+    const producer = await openQueue(test);
+    const stop = new AbortController();
+    try {
+      expect(await worker.take()).toBeUndefined();
+      const waited = worker.waitForWork(60_000, stop.signal).then(() => Date.now());
+      const sent = Date.now();
+      await producer.enqueue([{ kind: 'sync', accountId: 'MAWAKE', stream: 'endpoints' }]);
+      expect((await waited) - sent).toBeLessThan(1_000);
+      expect((await worker.take())?.job.accountId).toBe('MAWAKE');
+    } finally {
+      stop.abort();
+      await producer.stop();
+      await worker.stop();
+    }
+  }, 60_000);
+
+  it('makes a schema of pg-boss 10 anew, carrying over the jobs not yet done', async () => {
+    const test = await createTestDatabase();
+    opened.push(test);
+    const jobSchema = jobSchemaName(test.database.schema);
+    // The part of a pg-boss 10 schema that telesync reads: its version (24) and its jobs.
+    const root = test.database.root;
+    await sql`CREATE SCHEMA ${sql.id(jobSchema)}`.execute(root);
+    await sql`CREATE TABLE ${sql.id(jobSchema, 'version')} (version int)`.execute(root);
+    await sql`INSERT INTO ${sql.id(jobSchema, 'version')} VALUES (24)`.execute(root);
+    await sql`CREATE TABLE ${sql.id(jobSchema, 'job')} (id uuid DEFAULT gen_random_uuid(),
+        name text, state text, data jsonb, created_on timestamptz DEFAULT now())`.execute(root);
+    const job = (accountId: string, stream: string) =>
+      JSON.stringify({ kind: 'sync', accountId, stream });
+    await sql`INSERT INTO ${sql.id(jobSchema, 'job')} (name, state, data) VALUES
+        ('telesync-account-MAOLD1', 'created', ${job('MAOLD1', 'endpoints')}::jsonb),
+        ('telesync-account-MAOLD1', 'completed', ${job('MAOLD1', 'caller_ids')}::jsonb),
+        ('telesync-account-MAOLD2', 'retry', ${job('MAOLD2', 'messages')}::jsonb),
+        ('telesync-account-MAOLD2', 'created', ${job('MAOLD2', 'no_such_stream')}::jsonb)`.execute(
+      root,
+    );
+    const installed = await installJobSchema({
+      connectionString: url,
+      schema: jobSchema,
+      database: test.database,
+      onError: () => undefined,
+    });
+    expect(installed).toEqual({ remade: true, carriedOver: 2 });
+    expect(
+      (await findJobStateCounts(root, jobSchema, ACCOUNT_JOBS_QUEUE, ['MAOLD1', 'MAOLD2']))
+        .map((row) => [row.account, row.state, row.count])
+        .sort(),
+    ).toEqual([
+      ['MAOLD1', 'created', 1],
+      ['MAOLD2', 'created', 1],
+    ]);
+    // Once made, it is current: installing again changes nothing.
+    expect(
+      await installJobSchema({
+        connectionString: url,
+        schema: jobSchema,
+        database: test.database,
+        onError: () => undefined,
+      }),
+    ).toEqual({ remade: false, carriedOver: 0 });
   }, 60_000);
 });
 

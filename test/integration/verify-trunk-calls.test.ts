@@ -134,6 +134,7 @@ describe('the verify job', () => {
     const queue: JobQueue = {
       enqueue: () => Promise.resolve(),
       take: () => Promise.resolve(undefined),
+      waitForWork: () => Promise.resolve(),
       complete: (taken) => Promise.resolve(void settled.push(`complete ${taken.id}`)),
       fail: (taken, reason) => Promise.resolve(void settled.push(`fail ${taken.id}: ${reason}`)),
       keepSchedules: () => Promise.resolve(),
@@ -142,7 +143,7 @@ describe('the verify job', () => {
     return { queue, settled };
   }
   const job: AccountJob = { kind: 'verify', accountId: ACCOUNT.authId };
-  const taken: TakenJob = { id: 'j1', queue: 'q', job, leaseEndsAtMs: Date.now() + 60_000 };
+  const taken: TakenJob = { id: 'j1', retryCount: 0, job, leaseEndsAtMs: Date.now() + 60_000 };
 
   it('completes with days that differ (a finding, kept), and fails when the verify cannot run', async () => {
     const { queue, settled } = recordingQueue();

@@ -14,7 +14,7 @@ import {
 describe('telesyncInvocation (benchmarks)', () => {
   it('gives node the flags the telesync command gives it', () => {
     const command = readFileSync(join(REPO_ROOT, 'bin/telesync'), 'utf8');
-    expect(command).toContain(`exec node ${COMMAND_NODE_FLAGS.join(' ')} "$entry" "$@"`);
+    expect(command).toContain(`exec "$node" ${COMMAND_NODE_FLAGS.join(' ')} "$entry" "$@"`);
   });
 
   it('runs the command itself when node needs no flags of the benchmark', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { CatalogIntrospector } from '../../src/db/drivers/catalog-introspector.js';
 
 const TABLES: TableMetadata[] = [
-  { name: 'schema_migrations', schema: 't1', isView: false, columns: [] },
+  { name: 'schema_migrations', schema: 't1', isView: false, isForeign: false, columns: [] },
 ];
 
 /** An introspector whose first reads fail as the given errors, then answer TABLES. */
@@ -20,7 +20,6 @@ function failingFirst(errors: Error[]): {
     introspector: {
       getSchemas: () => read().then(() => [{ name: 't1' }]),
       getTables: read,
-      getMetadata: () => read().then((tables) => ({ tables })),
     },
     reads: () => reads,
   };

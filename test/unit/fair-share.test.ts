@@ -47,8 +47,9 @@ function heldJobs(accounts: number) {
       const accountId = waiting.shift();
       if (accountId === undefined) return Promise.resolve(undefined);
       const job: AccountJob = { kind: 'sync', accountId, stream: 'endpoints' };
-      return Promise.resolve({ id: accountId, queue: accountId, job, leaseEndsAtMs: Infinity });
+      return Promise.resolve({ id: accountId, retryCount: 0, job, leaseEndsAtMs: Infinity });
     },
+    waitForWork: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     complete: () => Promise.resolve(),
     fail: () => Promise.resolve(),
     keepSchedules: () => Promise.resolve(),
@@ -76,7 +77,6 @@ function startLoop(concurrency: number, fairShare: () => Promise<number>) {
   const abort = new AbortController();
   const loop = runWorkerLoop({
     queue: jobs.queue,
-    accountIds: [],
     concurrency,
     fairShare,
     pollMs: 5,

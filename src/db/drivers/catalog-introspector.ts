@@ -1,6 +1,5 @@
 import type {
   DatabaseIntrospector,
-  DatabaseMetadata,
   DatabaseMetadataOptions,
   SchemaMetadata,
   TableMetadata,
@@ -23,10 +22,6 @@ export class CatalogIntrospector implements DatabaseIntrospector {
 
   getTables(options?: DatabaseMetadataOptions): Promise<TableMetadata[]> {
     return readAgainIfMoved(() => this.inner.getTables(options));
-  }
-
-  getMetadata(options?: DatabaseMetadataOptions): Promise<DatabaseMetadata> {
-    return readAgainIfMoved(async () => ({ tables: await this.inner.getTables(options) }));
   }
 }
 

@@ -1,31 +1,32 @@
 import { sql, type Kysely } from 'kysely';
 
-/** Jobs of one queue in one state, as pg-boss keeps them (its `job` table). */
+/** Jobs of one account in one state, as pg-boss keeps them (its `job` table, the account's group). */
 export interface JobStateCount {
-  readonly queue: string;
+  readonly account: string;
   readonly state: string;
   readonly count: number;
 }
 
 /**
- * How many jobs each of `queues` holds in each state, read from pg-boss's tables in `jobSchema`
- * (pg-boss 10 has no call that counts failed jobs). Empty when the schema is not installed.
+ * How many jobs each of `accounts` holds in each state in `queue`, read from pg-boss's tables in
+ * `jobSchema` (pg-boss counts by queue, not by group). Empty when the schema is not installed.
  */
 export async function findJobStateCounts(
   root: Kysely<unknown>,
   jobSchema: string,
-  queues: readonly string[],
+  queue: string,
+  accounts: readonly string[],
 ): Promise<JobStateCount[]> {
-  if (queues.length === 0 || !(await tableExists(root, jobSchema, 'job'))) return [];
-  const result = await sql<{ queue: string; state: string; count: number }>`
-    SELECT name AS queue, state::text AS state, count(*)::int AS count
+  if (accounts.length === 0 || !(await tableExists(root, jobSchema, 'job'))) return [];
+  const result = await sql<JobStateCount>`
+    SELECT group_id AS account, state::text AS state, count(*)::int AS count
     FROM ${sql.id(jobSchema, 'job')}
-    WHERE name IN (${sql.join(queues)})
-    GROUP BY name, state`.execute(root);
+    WHERE name = ${queue} AND group_id = ANY(${[...accounts]}::text[])
+    GROUP BY group_id, state`.execute(root);
   return result.rows;
 }
 
-/** Jobs of one account's queue in one state, by stream (backfill windows count as trunk_calls). */
+/** Jobs of one account in one state, by stream (backfill jobs count as trunk_calls). */
 export interface StreamJobCount extends JobStateCount {
   readonly stream: string;
 }
@@ -34,16 +35,49 @@ export interface StreamJobCount extends JobStateCount {
 export async function findStreamJobCounts(
   root: Kysely<unknown>,
   jobSchema: string,
-  queues: readonly string[],
+  queue: string,
+  accounts: readonly string[],
 ): Promise<StreamJobCount[]> {
-  if (queues.length === 0 || !(await tableExists(root, jobSchema, 'job'))) return [];
+  if (accounts.length === 0 || !(await tableExists(root, jobSchema, 'job'))) return [];
   const result = await sql<StreamJobCount>`
-    SELECT name AS queue, coalesce(data->>'stream', 'trunk_calls') AS stream,
+    SELECT group_id AS account, coalesce(data->>'stream', 'trunk_calls') AS stream,
       state::text AS state, count(*)::int AS count
     FROM ${sql.id(jobSchema, 'job')}
-    WHERE name IN (${sql.join(queues)})
+    WHERE name = ${queue} AND group_id = ANY(${[...accounts]}::text[])
     GROUP BY 1, 2, 3`.execute(root);
   return result.rows;
+}
+
+/** The version of pg-boss's schema in `jobSchema`; undefined when none is installed. */
+export async function findJobSchemaVersion(
+  root: Kysely<unknown>,
+  jobSchema: string,
+): Promise<number | undefined> {
+  if (!(await tableExists(root, jobSchema, 'version'))) return undefined;
+  const result = await sql<{ version: number }>`
+    SELECT version::int AS version FROM ${sql.id(jobSchema, 'version')}`.execute(root);
+  return result.rows[0]?.version;
+}
+
+/**
+ * The data of the jobs not yet done in a schema of pg-boss 10, where each account had a queue of
+ * its own (`telesync-account-…`), oldest first.
+ */
+export async function findLegacyPendingJobs(
+  root: Kysely<unknown>,
+  jobSchema: string,
+): Promise<unknown[]> {
+  if (!(await tableExists(root, jobSchema, 'job'))) return [];
+  const result = await sql<{ data: unknown }>`
+    SELECT data FROM ${sql.id(jobSchema, 'job')}
+    WHERE name LIKE 'telesync-account-%' AND state::text IN ('created', 'retry', 'active')
+    ORDER BY created_on, id`.execute(root);
+  return result.rows.map((row) => row.data);
+}
+
+/** Drops pg-boss's schema with everything in it. */
+export async function dropJobSchema(root: Kysely<unknown>, jobSchema: string): Promise<void> {
+  await sql`DROP SCHEMA IF EXISTS ${sql.id(jobSchema)} CASCADE`.execute(root);
 }
 
 /** Whether `schema.table` exists (the job schema is installed by `telesync migrate` on PostgreSQL only). */
@@ -93,7 +127,7 @@ export async function createWorkersTable(root: Kysely<unknown>, jobSchema: strin
   }
 }
 
-/** A worker's heartbeat: its row, and the queues (accounts) it takes jobs from. */
+/** A worker's heartbeat: its row, and the accounts it serves (the `queues` column, by its old name). */
 export interface WorkerHeartbeat extends Pick<
   WorkerRow,
   'worker_id' | 'host' | 'pid' | 'concurrency' | 'in_hand'
@@ -102,7 +136,7 @@ export interface WorkerHeartbeat extends Pick<
 }
 
 /**
- * Records a worker's heartbeat (and creates its row on the first). A worker's queues are its
+ * Records a worker's heartbeat (and creates its row on the first). A worker's accounts are its
  * configuration, the same for its whole life (its id is new each start): written with the row,
  * not rewritten by every heartbeat (a thousand accounts' names are kilobytes).
  */
@@ -149,10 +183,10 @@ export async function findLiveWorkers(
 }
 
 /**
- * How many of `queues` have work (a job due now, or active: a retry still in its backoff does not
+ * How many of `accounts` have work in `queue` (a job due now, or active: a retry still in its backoff does not
  * count, so an account whose credentials fail takes no worker's share), and how many workers that
- * could take that work reported in the last `withinSeconds` (those that take jobs from one of
- * those queues; a worker that reported no queues, from before workers did, counts as taking any):
+ * could take that work reported in the last `withinSeconds` (those that serve one of those
+ * accounts; a worker that reported none, from before workers did, counts as serving any):
  * what a worker's fair share of the accounts is made of. Workers configured with different
  * accounts thus share only what they have in common: a worker whose accounts no other serves
  * takes them all. One statement, asked about once a second by every worker: the worker installed
@@ -162,14 +196,15 @@ export async function findLiveWorkers(
 export async function findWorkToShare(
   root: Kysely<unknown>,
   jobSchema: string,
-  queues: readonly string[],
+  queue: string,
+  accounts: readonly string[],
   withinSeconds: number,
 ): Promise<{ accountsWithWork: number; liveWorkers: number }> {
-  if (queues.length === 0) return { accountsWithWork: 0, liveWorkers: 0 };
+  if (accounts.length === 0) return { accountsWithWork: 0, liveWorkers: 0 };
   const result = await sql<{ accounts_with_work: number; live_workers: number }>`
     WITH with_work AS (
-      SELECT DISTINCT name FROM ${sql.id(jobSchema, 'job')}
-      WHERE name IN (${sql.join(queues)})
+      SELECT DISTINCT group_id AS name FROM ${sql.id(jobSchema, 'job')}
+      WHERE name = ${queue} AND group_id = ANY(${[...accounts]}::text[])
         AND (state = 'active' OR (state IN ('created', 'retry') AND start_after <= now())))
     SELECT
       (SELECT count(*)::int FROM with_work) AS accounts_with_work,

@@ -292,6 +292,9 @@ describe('telesync verify after a 90-day backfill', () => {
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
     const before = Date.now();
+    // Tampered before schedule starts: the embedded database admits one process at a time.
+    const day = dayAgo(7);
+    await deleteRowsOfDay(cli.database, day, 1);
     const scheduler = startTelesync(
       ['schedule'],
       cli.envWith({
@@ -306,8 +309,6 @@ describe('telesync verify after a 90-day backfill', () => {
     try {
       await scheduler.waitForStdout(/^Metrics: /m, 30_000);
       expect(scheduler.stdout()).toContain('verify       */2 * * * * *');
-      const day = dayAgo(7);
-      await deleteRowsOfDay(cli.database, day, 1);
       const metrics = await waitFor(
         async () => {
           const samples = parsePrometheusText(await (await fetch(`${origin}/metrics`)).text());

@@ -133,7 +133,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   }
 
   // (b) the COPY limit of the same machine in the same run, then the wide scenario with as many
-  // accounts at once as the README's sizing rule gives for that limit.
+  // accounts at once as the sizing rule of docs/scaling.md gives for that limit.
   const wide = benchAccounts(context, wideAccounts);
   const wideSimulator = await startSimulator(context, wide, wideCallsPerAccount, rateLimit);
   let copyBefore: CopyLimitRun;
@@ -303,7 +303,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     ],
     tables: [{ title: 'Runs', table: runsTable(runs, ceilingRowsPerSecond) }],
     notes: [
-      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the README's sizing rule, twice the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)}, rounded (${wideConcurrency} here), which telesync runs in waves of equal width (${many.accountsAtOnce} at once): fewer leave the writer idle, more cost more CPU per row (docs/scaling.md). TELESYNC_LOAD_CONNECTIONS: the default ${CONFIG_DEFAULTS.loadConnections} for one and ${accounts} accounts; for ${wideAccounts}, the connections the COPY limit was measured best on (${many.loadConnections} here), so that the runs write through as many sessions as the bound.`,
+      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} per account. TELESYNC_ACCOUNT_CONCURRENCY: every account at once for one and ${accounts} accounts; for ${wideAccounts}, the sizing rule of docs/scaling.md, twice the COPY limit measured first ÷ ${formatInteger(ceilingRowsPerSecond)}, rounded (${wideConcurrency} here), which telesync runs in waves of equal width (${many.accountsAtOnce} at once): fewer leave the writer idle, more cost more CPU per row (docs/scaling.md). TELESYNC_LOAD_CONNECTIONS: the default ${CONFIG_DEFAULTS.loadConnections} for one and ${accounts} accounts; for ${wideAccounts}, the connections the COPY limit was measured best on (${many.loadConnections} here), so that the runs write through as many sessions as the bound.`,
       `The ${wideAccounts} accounts run twice against the same simulator: first with it at the same priority as telesync and PostgreSQL (${formatInteger(equalPriority.rowsPerSecond)} rows/s, ${formatPercent(equalPriorityShare)} of the bound${equalPriorityFullUse === null ? '' : `, ${formatPercent(equalPriorityFullUse / wideBound)} at full use`}), then with it at nice ${WIDE_SIMULATOR_NICENESS}, ${WIDE_NICE_RUNS} times (the target takes the median run: ${niceRuns.map((run) => formatPercent(run.rowsPerSecond / wideBound)).join(', ')}). The simulator stands in for a service whose CPU is on other machines; at equal priority on this machine's cores it delays telesync's event loop, and with it the answers the loading sessions wait for (docs/scaling.md). It serves every request either way, and the 429s and requests per 5 s are still its counts. It renders every account's calls at start (telesync simulate --prerender) and serves pages from those bytes: the same pages for about half its CPU (docs/scaling.md, "The simulator's share of the machine").`,
       `The COPY limit is measured before the ${wideAccounts}-account runs (${formatInteger(copyBefore.rowsPerSecond)} rows/s, best of ${copyBefore.loads.map((load) => `${formatInteger(load.rowsPerSecond)} on ${load.lanes}`).join(', ')} lane(s)) and again after them on ${copyBefore.bestLanes} lane(s) (${formatInteger(copyAfter.rowsPerSecond)}); the bound uses their mean (${formatInteger(copyLimitRowsPerSecond)}), the machine's limit while the runs ran.`,
       `CPU is each process's from /proc over the run (PostgreSQL: every process named postgres). "At full use" is the rows/s the ${wideAccounts}-account run would make with every core busy for telesync, PostgreSQL and the simulator at the CPU per row it used${fullUse === null ? '' : `: ${formatInteger(fullUse)} rows/s, ${formatPercent(fullUse / wideBound)} of the bound`}; the share cannot pass that on this machine without less CPU per row.`,
@@ -315,7 +315,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
 }
 
 /**
- * TELESYNC_ACCOUNT_CONCURRENCY for a backfill of `accounts` accounts by the README's rule: twice
+ * TELESYNC_ACCOUNT_CONCURRENCY for a backfill of `accounts` accounts by the sizing rule of docs/scaling.md: twice
  * the write ceiling ÷ one account's ceiling, rounded, within 1 and the setting's maximum. Twice,
  * because telesync runs the accounts in even waves, and a wave can be as narrow as half the
  * setting (fifty at 49 go as two waves of 25): each wave then still has enough accounts at their

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { accountConcurrencyByRule } from '../../bench/multi-account.js';
 import { evenWaveWidth } from '../../src/util/even-wave-width.js';
 
-describe("benchmark 7's TELESYNC_ACCOUNT_CONCURRENCY (the README's sizing rule)", () => {
+describe("benchmark 7's TELESYNC_ACCOUNT_CONCURRENCY (docs/scaling.md's sizing rule)", () => {
   it('is twice the write ceiling ÷ one account’s ceiling, rounded', () => {
     expect(accountConcurrencyByRule(19_486, 1_200, 50)).toBe(32);
     expect(accountConcurrencyByRule(21_064, 1_200, 50)).toBe(35);

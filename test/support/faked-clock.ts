@@ -17,7 +17,7 @@ export function fakedClockEnv(offset: string): Record<string, string> {
 
 /**
  * The faked clock this process runs under, if any (`faketime … npx vitest`), for the processes it
- * starts: the suite can then be run as at a given moment (README, "Tests").
+ * starts: the suite can then be run as at a given moment (docs/contributing.md, "Tests").
  */
 export function inheritedFakedClock(): Record<string, string> {
   const { FAKETIME, LD_PRELOAD } = process.env;

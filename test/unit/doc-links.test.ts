@@ -10,7 +10,14 @@ import { describe, expect, it } from 'vitest';
  */
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const GUIDES = ['README.md', 'docs/schema.md'];
+const GUIDES = [
+  'README.md',
+  'docs/schema.md',
+  'docs/operations.md',
+  'docs/contributing.md',
+  'docs/scaling.md',
+  'docs/architecture.md',
+];
 
 /** Paths in code spans that are not repository files, and why. */
 const NOT_REPOSITORY_FILES: ReadonlySet<string> = new Set([

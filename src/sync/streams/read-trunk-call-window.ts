@@ -54,7 +54,7 @@ export function windowFilters(window: TimeWindow): { end_time: { gte: number; lt
  * `pageConcurrency` at a time) and passes each page's records through the normalise and load
  * stages as it arrives. A stop request (the run's signal) is honoured between pages, never by
  * cancelling a request in flight: every page fetched is stored, and the pager then throws
- * PagingStoppedError, so the window stays incomplete.
+ * StoppedError, so the window stays incomplete.
  */
 export async function readTrunkCallWindow(
   context: RunContext,

@@ -13,11 +13,8 @@ import {
   type StartStreamParams,
   type StreamRuleViolation,
 } from './stream-rules.js';
-import {
-  encodeTrunkCallQuery,
-  TRUNK_PAGE_LIMIT_MAX,
-  type TrunkCallFilters,
-} from './trunk-call-query.js';
+import { PAGE_LIMIT_MAX } from '../domain/service-rules.js';
+import { encodeTrunkCallQuery, type TrunkCallFilters } from './trunk-call-query.js';
 import type { HttpTransport, RequestOptions } from './transport.js';
 import type { StartStreamResponseWire } from './wire-types.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
@@ -384,25 +381,25 @@ export class TelephonyClient {
     const pageConcurrency = Math.max(1, wanted);
     const stopRequested = (): boolean => stopSignal?.aborted === true;
     const list = (offset: number): Promise<ReceivedList> =>
-      this.listTrunkCalls({ ...filters, limit: TRUNK_PAGE_LIMIT_MAX, offset }, requestOptions);
+      this.listTrunkCalls({ ...filters, limit: PAGE_LIMIT_MAX, offset }, requestOptions);
 
     if (stopRequested()) throw listingStopped();
     const first = await list(0);
     const total = first.meta.total_count;
     // Offsets are made one at a time below, never as a list; the count is still bounded before
     // any, so a total_count of 2^53−1 fails here instead of paging for ever.
-    const pagesNeeded = Math.ceil(total / TRUNK_PAGE_LIMIT_MAX);
+    const pagesNeeded = Math.ceil(total / PAGE_LIMIT_MAX);
     if (!Number.isSafeInteger(total) || total < 0 || pagesNeeded > maxPages) {
       throw new PageLimitError(
         `${this.#account}/Trunk/Call/`,
-        `total_count ${total} would take ${pagesNeeded} pages of ${TRUNK_PAGE_LIMIT_MAX}, more than the ${maxPages} allowed for one window`,
+        `total_count ${total} would take ${pagesNeeded} pages of ${PAGE_LIMIT_MAX}, more than the ${maxPages} allowed for one window`,
       );
     }
     yield first;
 
     // Pages requested and not yet yielded (in flight, or arrived and waiting) stay within the
     // limit, so a slow consumer holds at most `pageConcurrency` pages.
-    let nextOffset = TRUNK_PAGE_LIMIT_MAX;
+    let nextOffset = PAGE_LIMIT_MAX;
     let inFlight = 0;
     const arrived: ({ page: ReceivedList } | { error: unknown })[] = [];
     let failure: { error: unknown } | undefined;
@@ -424,7 +421,7 @@ export class TelephonyClient {
           (page) => settle({ page }),
           (error: unknown) => settle({ error }),
         );
-        nextOffset += TRUNK_PAGE_LIMIT_MAX;
+        nextOffset += PAGE_LIMIT_MAX;
       }
     };
 

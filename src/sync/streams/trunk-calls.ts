@@ -56,6 +56,7 @@ import {
   windowFilters,
   WindowIncompleteError,
 } from './read-trunk-call-window.js';
+import { TRUNK_HISTORY_DAYS } from '../../domain/service-rules.js';
 
 const STREAM = 'trunk_calls';
 
@@ -84,7 +85,7 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
     context.stats.gap = plan.gap;
     context.log.warn(
       { gap_start: formatIsoMicros(plan.gap.start), gap_end: formatIsoMicros(plan.gap.end) },
-      'the watermark fell behind the 90-day horizon: calls that ended in this gap can no longer be read from the service',
+      `the watermark fell behind the ${TRUNK_HISTORY_DAYS}-day horizon: calls that ended in this gap can no longer be read from the service`,
     );
   }
   const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
@@ -215,7 +216,7 @@ export async function backfillTrunkCalls(
         from: formatIsoMicros(plan.beyondService.start),
         to: formatIsoMicros(plan.beyondService.end),
       },
-      'part of the backfill is older than the 90-day horizon and cannot be read from the service',
+      `part of the backfill is older than the ${TRUNK_HISTORY_DAYS}-day horizon and cannot be read from the service`,
     );
   }
   if (plan.covered === undefined) return plan;

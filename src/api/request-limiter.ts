@@ -7,8 +7,8 @@ import { StoppedError } from '../util/stopped-error.js';
  * than `maxPerSecond`, by default). First come, first served.
  *
  * Why not bottleneck: its local datastore yields a macrotask (setTimeout 0) in each of its
- * serialised bookkeeping steps, which caps it near 430 jobs/s on our 2-core machines whatever its
- * settings (measured); an unthrottled backfill needs several times that. This one costs a few
+ * serialised bookkeeping steps, which caps its rate whatever its settings, below what an
+ * unthrottled backfill needs (docs/performance.md, "Tried and not kept"). This one costs a few
  * microseconds a request and sleeps only when the spacing requires it.
  *
  * The guarantee. Each start is given a slot: the later of (the previous slot + spacing) and

@@ -21,9 +21,9 @@ import {
 } from './retry-policy.js';
 
 /**
- * Largest response body read, in bytes, unless a transport option says otherwise. A page of 20
- * records is a few tens of kilobytes; a body past this is not a page (a 300 MB body once took
- * 2.25 GB of memory), so reading stops there and the request fails.
+ * Largest response body read, in bytes, unless a transport option says otherwise. A page of
+ * records is a few tens of kilobytes; a body past this is not a page, and reading it whole would
+ * cost several times its size in memory, so reading stops there and the request fails.
  */
 export const RESPONSE_MAX_BYTES = 32 * 1024 * 1024;
 

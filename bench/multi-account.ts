@@ -194,9 +194,9 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       );
     }
     runs.push(...niceRuns);
-    // Again after the wide run, on the lanes that did best: a machine's speed can drift over
-    // minutes (by a quarter within twenty minutes, 2 cores, shared; 2026-11-24), and the mean of
-    // the two is the limit while the wide run ran.
+    // Again after the wide run, on the lanes that did best: a shared machine's speed drifts over
+    // minutes (docs/performance.md, "How it is measured"), and the mean of the two is the limit
+    // while the wide run ran.
     context.log(`COPY limit again, ${copyBefore.bestLanes} lane(s)`);
     copyAfter = await measureCopyLimit(context, oracle, 0, [copyBefore.bestLanes]);
   } finally {

@@ -1,5 +1,5 @@
 /**
- * Queued backfill against one process (issue 40): many small accounts, each held by the simulator
+ * Queued backfill against one process: many small accounts, each held by the simulator
  * to the service's 300 requests per 5 s, backfilled for 90 days (a) by one `telesync backfill` at
  * its best account concurrency and (b) by `backfill --queue --wait` with two `telesync worker`s,
  * in one run, on one PostgreSQL (a database of its own, so its statistics count this run alone).

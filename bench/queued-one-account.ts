@@ -1,5 +1,5 @@
 /**
- * One large account through the workers (issue 40): one account of 150,000 calls over 90 days,
+ * One large account through the workers: one account of 150,000 calls over 90 days,
  * held by the simulator to the service's 300 requests per 5 s, backfilled for 90 days by
  * `backfill --queue --wait` with two `telesync worker`s, as benchmark 3 (throttled) does it in one
  * process. The clock starts when the workers and the backfill are spawned (start-up included) and

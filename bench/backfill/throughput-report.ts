@@ -76,8 +76,7 @@ export function buildThroughputReport(results: ThroughputResults): BenchmarkRepo
     }),
   ];
   // A quick run's backfill is over in seconds, its second quarter still inside the heap's growth
-  // to its working size (126% in a quick run against 102% in a full one, 2026-11-27): flatness is
-  // judged on full runs only, and a quick one reports what it saw.
+  // to its working size: flatness is judged on full runs only, and a quick one reports what it saw.
   if (settings.mode === 'full') {
     targets.push(
       checkTarget({

@@ -1,6 +1,6 @@
 import { TelephonyClient } from '../../src/api/telephony-client.js';
 import { HttpTransport } from '../../src/api/transport.js';
-import { TRUNK_PAGE_LIMIT_MAX } from '../../src/api/trunk-call-query.js';
+import { PAGE_LIMIT_MAX } from '../../src/domain/service-rules.js';
 import { CONFIG_DEFAULTS } from '../../src/config/load-config.js';
 import { epochMicrosFromMillis, formatIsoMicros } from '../../src/util/micros.js';
 import { lastDays, planBackfill, plannerSettings } from '../../src/sync/window-planner.js';
@@ -77,7 +77,7 @@ runWorker(async () => {
         client
           .listTrunkCalls({
             end_time: { gte: task.window.start, lt: task.window.end },
-            limit: TRUNK_PAGE_LIMIT_MAX,
+            limit: PAGE_LIMIT_MAX,
             offset: task.offset,
           })
           .then((page) => {
@@ -89,9 +89,9 @@ runWorker(async () => {
             }
             if (task.offset === 0) {
               for (
-                let offset = TRUNK_PAGE_LIMIT_MAX;
+                let offset = PAGE_LIMIT_MAX;
                 offset < page.meta.total_count;
-                offset += TRUNK_PAGE_LIMIT_MAX
+                offset += PAGE_LIMIT_MAX
               ) {
                 tasks.push({ window: task.window, offset });
               }

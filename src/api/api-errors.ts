@@ -18,9 +18,7 @@ export type ApiFailureKind =
   /** An answer arrived but its body is not a valid response (truncated, not JSON). */
   | 'malformed'
   /** The answer's body passed the transport's size cap; the rest was not read. */
-  | 'too_large'
-  /** The caller cancelled (shutdown). */
-  | 'aborted';
+  | 'too_large';
 
 export interface ApiErrorDetails {
   kind: ApiFailureKind;
@@ -170,9 +168,6 @@ function describeApiFailure(details: ApiErrorDetails): string {
       break;
     case 'too_large':
       what = 'the answer is too large to be a response of the service';
-      break;
-    case 'aborted':
-      what = 'cancelled';
       break;
   }
   const service = details.serviceMessage

@@ -1,3 +1,5 @@
+import { SERVICE_MAX_RPS } from '../domain/service-rules.js';
+
 /** How telesync talks to the service: the settings every account's transport takes (config assembles them). */
 export interface ApiSettings {
   /** Base address, without the /v1 prefix (TELESYNC_BASE_URL). */
@@ -20,9 +22,6 @@ export interface ApiSettings {
   /** Largest response body read, in bytes; a larger one fails the request (TELESYNC_MAX_BODY_BYTES). */
   readonly maxBodyBytes: number;
 }
-
-/** The service's rate limit per account (spec): more is refused with 429. */
-export const SERVICE_MAX_RPS = 60;
 
 /**
  * A warning when TELESYNC_MAX_RPS is above what the service allows, or undefined. A service on a

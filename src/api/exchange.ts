@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { StoppedError } from '../util/stopped-error.js';
 
 /** What came back from one exchange; `body` is undefined when it passed the size cap. */
 export interface ReceivedAnswer {
@@ -8,16 +9,8 @@ export interface ReceivedAnswer {
   readonly body: Uint8Array | undefined;
 }
 
-/** An exchange the transport ended itself: its timeout, or the caller's abort. */
-export class ExchangeEnded extends Error {
-  override name = 'ExchangeEnded';
-  constructor(
-    readonly kind: 'timeout' | 'aborted',
-    cause?: unknown,
-  ) {
-    super(`exchange ended: ${kind}`, cause === undefined ? undefined : { cause });
-  }
-}
+/** Why the transport ended an exchange itself: its timeout, or the caller's abort. */
+export type ExchangeEnd = 'timeout' | 'aborted';
 
 /** Why a body past the size cap stopped being read (the exchange has already failed). */
 const BODY_TOO_LARGE = new Error('the answer passed the size cap');
@@ -27,7 +20,8 @@ const BODY_TOO_LARGE = new Error('the answer passed the size cap');
  * response stream), one timer over headers and body together, and the caller's signal, listened to
  * only when there is one. `answer` resolves with the status, the headers the transport uses and the
  * body (undefined past the size cap: the rest is left unread and the connection dropped); it rejects
- * with ExchangeEnded on the timeout or the caller's abort, or with undici's error.
+ * with StoppedError on the caller's abort, an Error on the timeout (`endedBy` says which), or with
+ * undici's error.
  */
 export class Exchange implements Dispatcher.DispatchHandler {
   readonly answer: Promise<ReceivedAnswer>;
@@ -36,7 +30,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   /** Set once the exchange is over, whichever way: nothing after that changes the outcome. */
   #settled = false;
   /** Why the transport ended the exchange, if it did. */
-  #ended: ExchangeEnded | undefined;
+  #ended: { readonly kind: ExchangeEnd; readonly reason: Error } | undefined;
   #controller: Dispatcher.DispatchController | undefined;
   #written = false;
   readonly #timer: NodeJS.Timeout;
@@ -48,7 +42,10 @@ export class Exchange implements Dispatcher.DispatchHandler {
   readonly #maxBodyBytes: number;
   readonly #callerSignal: AbortSignal | undefined;
   readonly #onCallerAbort = (): void =>
-    this.#end(new ExchangeEnded('aborted', this.#callerSignal?.reason));
+    this.#end(
+      'aborted',
+      new StoppedError('the exchange was cancelled', { cause: this.#callerSignal?.reason }),
+    );
 
   constructor(maxBodyBytes: number, timeoutMs: number, callerSignal: AbortSignal | undefined) {
     this.#maxBodyBytes = maxBodyBytes;
@@ -58,9 +55,17 @@ export class Exchange implements Dispatcher.DispatchHandler {
       this.#reject = reject;
     });
     // Armed first, so everything that settles the exchange can clear it.
-    this.#timer = setTimeout(() => this.#end(new ExchangeEnded('timeout')), timeoutMs);
+    this.#timer = setTimeout(
+      () => this.#end('timeout', new Error('no complete answer within the timeout')),
+      timeoutMs,
+    );
     if (callerSignal?.aborted === true) this.#onCallerAbort();
     else callerSignal?.addEventListener('abort', this.#onCallerAbort, { once: true });
+  }
+
+  /** Why the transport ended the exchange itself, if it did: its timeout, or the caller's abort. */
+  get endedBy(): ExchangeEnd | undefined {
+    return this.#ended?.kind;
   }
 
   /** The exchange is over already (the caller's signal was aborted before it was sent). */
@@ -88,7 +93,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.#controller = controller;
     if (this.#ended === undefined) this.#written = true;
     // Ended while it waited for a connection: it goes no further.
-    if (this.#ended !== undefined) controller.abort(this.#ended);
+    if (this.#ended !== undefined) controller.abort(this.#ended.reason);
   }
 
   onResponseStart(
@@ -144,10 +149,10 @@ export class Exchange implements Dispatcher.DispatchHandler {
     });
   }
 
-  #end(reason: ExchangeEnded): void {
+  #end(kind: ExchangeEnd, reason: Error): void {
     if (this.#settled) return;
     this.#settle();
-    this.#ended = reason;
+    this.#ended = { kind, reason };
     this.#controller?.abort(reason);
     this.#reject(reason);
   }

@@ -1,4 +1,5 @@
 import { clampTimerMs } from '../util/sleep.js';
+import { StoppedError } from '../util/stopped-error.js';
 
 /**
  * Limits requests to the service: at most `maxConcurrent` in flight, and starts spaced so that no
@@ -6,8 +7,8 @@ import { clampTimerMs } from '../util/sleep.js';
  * than `maxPerSecond`, by default). First come, first served.
  *
  * Why not bottleneck: its local datastore yields a macrotask (setTimeout 0) in each of its
- * serialised bookkeeping steps, which caps it near 430 jobs/s on our 2-core machines whatever its
- * settings (measured); an unthrottled backfill needs several times that. This one costs a few
+ * serialised bookkeeping steps, which caps its rate whatever its settings, below what an
+ * unthrottled backfill needs (docs/performance.md, "Tried and not kept"). This one costs a few
  * microseconds a request and sleeps only when the spacing requires it.
  *
  * The guarantee. Each start is given a slot: the later of (the previous slot + spacing) and
@@ -56,11 +57,6 @@ export interface RequestLimiterOptions {
   setTimer?: (run: () => void, ms: number) => void;
 }
 
-/** Thrown to a queued request whose signal aborted before it started. */
-export class LimiterAbortedError extends Error {
-  override name = 'LimiterAbortedError';
-}
-
 interface Waiter {
   start: () => void;
   cancelled: boolean;
@@ -107,7 +103,10 @@ export class RequestLimiter {
     return this.#queue.length - this.#head;
   }
 
-  /** Runs `task` when the limits allow, and frees its place when it settles. */
+  /**
+   * Runs `task` when the limits allow, and frees its place when it settles. A request whose
+   * `signal` aborts before it starts is rejected with StoppedError.
+   */
   async schedule<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     await this.#acquire(signal);
     try {
@@ -119,13 +118,12 @@ export class RequestLimiter {
   }
 
   #acquire(signal: AbortSignal | undefined): Promise<void> {
-    if (signal?.aborted)
-      return Promise.reject(new LimiterAbortedError('cancelled before it started'));
+    if (signal?.aborted) return Promise.reject(new StoppedError('cancelled before it started'));
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = { start: resolve, cancelled: false };
       const onAbort = (): void => {
         waiter.cancelled = true;
-        reject(new LimiterAbortedError('cancelled before it started'));
+        reject(new StoppedError('cancelled before it started'));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       waiter.start = () => {

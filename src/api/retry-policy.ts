@@ -6,6 +6,8 @@
  * from the service is a floor: telesync never comes back sooner than it was asked to.
  */
 
+import type { ApiFailureKind } from './api-errors.js';
+
 export interface BackoffPolicy {
   /** Delay before the first retry, before jitter. */
   readonly baseDelayMs: number;
@@ -69,7 +71,7 @@ export function parseRetryAfter(header: string | undefined, nowMs: number): numb
 
 /** What decides whether a failed request is tried again. */
 export interface FailureForRetry {
-  readonly kind: 'http' | 'network' | 'timeout' | 'malformed' | 'too_large' | 'aborted';
+  readonly kind: ApiFailureKind;
   readonly status?: number;
   /** False when the request never reached the network. */
   readonly sent: boolean;
@@ -82,7 +84,7 @@ export interface FailureForRetry {
  * 5xx, a timeout or a reset it may have acted, and a second start would start a second stream.
  */
 export function isRetryableFailure(method: 'GET' | 'POST', failure: FailureForRetry): boolean {
-  if (failure.kind === 'aborted' || failure.kind === 'too_large') return false;
+  if (failure.kind === 'too_large') return false;
   if (failure.kind === 'http') {
     const status = failure.status ?? 0;
     if (status === 429) return true;

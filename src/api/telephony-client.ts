@@ -13,14 +13,12 @@ import {
   type StartStreamParams,
   type StreamRuleViolation,
 } from './stream-rules.js';
-import {
-  encodeTrunkCallQuery,
-  TRUNK_PAGE_LIMIT_MAX,
-  type TrunkCallFilters,
-} from './trunk-call-query.js';
-import { RequestStoppedError, type HttpTransport, type RequestOptions } from './transport.js';
+import { PAGE_LIMIT_MAX } from '../domain/service-rules.js';
+import { encodeTrunkCallQuery, type TrunkCallFilters } from './trunk-call-query.js';
+import type { HttpTransport, RequestOptions } from './transport.js';
 import type { StartStreamResponseWire } from './wire-types.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
+import { StoppedError } from '../util/stopped-error.js';
 
 /** Stream-start parameters that break the rules of 4.5; nothing was sent. */
 export class StreamRulesError extends Error {
@@ -107,11 +105,8 @@ export class PageLimitError extends Error {
 }
 
 /** A listing was stopped on request (stopSignal) before its last page was fetched. */
-export class PagingStoppedError extends Error {
-  override name = 'PagingStoppedError';
-  constructor() {
-    super('stopped on request before the last page was fetched');
-  }
+function listingStopped(): StoppedError {
+  return new StoppedError('stopped on request before the last page was fetched');
 }
 
 /** What an identifier names, for InvalidIdentifierError. */
@@ -371,7 +366,7 @@ export class TelephonyClient {
    * it arrives: in offset order only with the default concurrency of 1. A failed page stops new
    * requests; the pages already in flight are still yielded, then its error is thrown. Likewise
    * `stopSignal`, checked between pages, never cancels a request in flight: the pages in flight are
-   * yielded, then PagingStoppedError is thrown, so no caller takes part of a listing for all of it.
+   * yielded, then StoppedError is thrown, so no caller takes part of a listing for all of it.
    */
   async *iterateTrunkCalls(
     filters: Omit<TrunkCallFilters, 'limit' | 'offset'>,
@@ -386,25 +381,25 @@ export class TelephonyClient {
     const pageConcurrency = Math.max(1, wanted);
     const stopRequested = (): boolean => stopSignal?.aborted === true;
     const list = (offset: number): Promise<ReceivedList> =>
-      this.listTrunkCalls({ ...filters, limit: TRUNK_PAGE_LIMIT_MAX, offset }, requestOptions);
+      this.listTrunkCalls({ ...filters, limit: PAGE_LIMIT_MAX, offset }, requestOptions);
 
-    if (stopRequested()) throw new PagingStoppedError();
-    const first = await stoppedAsPaging(list(0), stopSignal);
+    if (stopRequested()) throw listingStopped();
+    const first = await list(0);
     const total = first.meta.total_count;
     // Offsets are made one at a time below, never as a list; the count is still bounded before
     // any, so a total_count of 2^53−1 fails here instead of paging for ever.
-    const pagesNeeded = Math.ceil(total / TRUNK_PAGE_LIMIT_MAX);
+    const pagesNeeded = Math.ceil(total / PAGE_LIMIT_MAX);
     if (!Number.isSafeInteger(total) || total < 0 || pagesNeeded > maxPages) {
       throw new PageLimitError(
         `${this.#account}/Trunk/Call/`,
-        `total_count ${total} would take ${pagesNeeded} pages of ${TRUNK_PAGE_LIMIT_MAX}, more than the ${maxPages} allowed for one window`,
+        `total_count ${total} would take ${pagesNeeded} pages of ${PAGE_LIMIT_MAX}, more than the ${maxPages} allowed for one window`,
       );
     }
     yield first;
 
     // Pages requested and not yet yielded (in flight, or arrived and waiting) stay within the
     // limit, so a slow consumer holds at most `pageConcurrency` pages.
-    let nextOffset = TRUNK_PAGE_LIMIT_MAX;
+    let nextOffset = PAGE_LIMIT_MAX;
     let inFlight = 0;
     const arrived: ({ page: ReceivedList } | { error: unknown })[] = [];
     let failure: { error: unknown } | undefined;
@@ -426,7 +421,7 @@ export class TelephonyClient {
           (page) => settle({ page }),
           (error: unknown) => settle({ error }),
         );
-        nextOffset += TRUNK_PAGE_LIMIT_MAX;
+        nextOffset += PAGE_LIMIT_MAX;
       }
     };
 
@@ -445,11 +440,8 @@ export class TelephonyClient {
       launch();
       yield arrival.page;
     }
-    if (failure !== undefined) {
-      if (failure.error instanceof RequestStoppedError) throw new PagingStoppedError();
-      throw failure.error;
-    }
-    if (nextOffset < total) throw new PagingStoppedError();
+    if (failure !== undefined) throw failure.error;
+    if (nextOffset < total) throw listingStopped();
   }
 
   #getList(path: string, query: URLSearchParams, options?: RequestOptions): Promise<ReceivedList> {
@@ -476,7 +468,7 @@ export class TelephonyClient {
       ...requestOptions
     } = options;
     const { stopSignal } = requestOptions;
-    let page = await stoppedAsPaging(first, stopSignal);
+    let page = await first;
     const seen = new Set<string>();
     let pages = 1;
     let records = 0;
@@ -501,35 +493,17 @@ export class TelephonyClient {
           `meta.next still names a page after ${pages} pages, the most allowed for one listing`,
         );
       }
-      if (stopSignal?.aborted === true) throw new PagingStoppedError();
+      if (stopSignal?.aborted === true) throw listingStopped();
       seen.add(next);
       const url = nextPageUrl(listPath, next);
-      page = await stoppedAsPaging(
-        this.transport.request(
-          { method: 'GET', path: url.pathname, query: url.searchParams },
-          parseListBody,
-          requestOptions,
-        ),
-        stopSignal,
+      page = await this.transport.request(
+        { method: 'GET', path: url.pathname, query: url.searchParams },
+        parseListBody,
+        requestOptions,
       );
       pages++;
     }
   }
-}
-
-/** A request given up because the stop signal came while it waited: the listing was stopped. */
-async function stoppedAsPaging<T>(request: Promise<T>, stopSignal?: AbortSignal): Promise<T> {
-  try {
-    return await request;
-  } catch (error) {
-    if (error instanceof RequestStoppedError || (stopSignal?.aborted === true && isAborted(error)))
-      throw new PagingStoppedError();
-    throw error;
-  }
-}
-
-function isAborted(error: unknown): boolean {
-  return error instanceof ApiError && error.kind === 'aborted';
 }
 
 /** Stands in for the service's origin when resolving a `meta.next` (assumption A6: a path). */

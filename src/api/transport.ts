@@ -2,9 +2,10 @@ import pRetry from 'p-retry';
 import { Agent, type Dispatcher } from 'undici';
 import { createRedactor, type Redactor } from '../util/redact.js';
 import { clampTimerMs, sleep } from '../util/sleep.js';
+import { isStopped, StoppedError } from '../util/stopped-error.js';
 import { TELESYNC_VERSION } from '../version.js';
 import { ApiError, apiErrorWithAttempts, readErrorBody } from './api-errors.js';
-import { Exchange, ExchangeEnded, type ReceivedAnswer } from './exchange.js';
+import { Exchange, type ReceivedAnswer } from './exchange.js';
 import { MalformedBodyError } from './received-json.js';
 import { RequestLimiter } from './request-limiter.js';
 
@@ -20,9 +21,9 @@ import {
 } from './retry-policy.js';
 
 /**
- * Largest response body read, in bytes, unless a transport option says otherwise. A page of 20
- * records is a few tens of kilobytes; a body past this is not a page (a 300 MB body once took
- * 2.25 GB of memory), so reading stops there and the request fails.
+ * Largest response body read, in bytes, unless a transport option says otherwise. A page of
+ * records is a few tens of kilobytes; a body past this is not a page, and reading it whole would
+ * cost several times its size in memory, so reading stops there and the request fails.
  */
 export const RESPONSE_MAX_BYTES = 32 * 1024 * 1024;
 
@@ -79,11 +80,11 @@ export interface RequestSpec {
 }
 
 export interface RequestOptions {
-  /** Aborts the request, in flight included. */
+  /** Aborts the request, in flight included (StoppedError). */
   signal?: AbortSignal;
   /**
    * Once aborted, the request gives up any wait (its turn in the limiter, a 429 pause, the pause
-   * before a retry) with RequestStoppedError; an exchange already in flight is never cancelled.
+   * before a retry) with StoppedError; an exchange already in flight is never cancelled.
    */
   stopSignal?: AbortSignal;
   /** Also counts this request's cost (besides the transport's lifetime meter). */
@@ -97,17 +98,6 @@ export type BodyReader<T> = (body: Uint8Array, status: number) => T;
 interface RequestTarget {
   readonly path: string;
   readonly shownPath: string;
-}
-
-/** The stop signal came while a request waited (RequestOptions.stopSignal); it was not sent again. */
-export class RequestStoppedError extends Error {
-  override name = 'RequestStoppedError';
-  constructor(
-    readonly method: string,
-    readonly path: string,
-  ) {
-    super(`${method} ${path}: stopped on request while waiting to be sent`);
-  }
 }
 
 const PAUSED = Symbol('paused');
@@ -242,17 +232,15 @@ export class HttpTransport {
     } catch (error) {
       if (options.stopSignal?.aborted === true && !options.signal?.aborted) {
         // Stopped while waiting: the last failure, if any, is not the outcome; the stop is.
-        if (!(error instanceof ApiError) || error.retryable || error.kind === 'aborted')
-          throw new RequestStoppedError(spec.method, shownPath);
+        if (!(error instanceof ApiError) || error.retryable)
+          throw new StoppedError(
+            `${spec.method} ${shownPath}: stopped on request while waiting to be sent`,
+          );
       }
       if (error instanceof ApiError)
         throw attempts > 1 ? apiErrorWithAttempts(error, attempts) : error;
-      if (options.signal?.aborted) {
-        throw new ApiError(
-          { kind: 'aborted', method: spec.method, path: shownPath, retryable: false },
-          { cause: error },
-        );
-      }
+      if (options.signal?.aborted === true && !isStopped(error))
+        throw new StoppedError(`${spec.method} ${shownPath}: cancelled`, { cause: error });
       throw error;
     }
   }
@@ -317,14 +305,13 @@ export class HttpTransport {
       answer = await exchange.answer;
     } catch (error) {
       sent = exchange.written;
-      const kind =
-        error instanceof ExchangeEnded
-          ? error.kind
-          : callerSignal?.aborted === true
-            ? 'aborted'
-            : 'network';
+      const kind = exchange.endedBy ?? (callerSignal?.aborted === true ? 'aborted' : 'network');
       for (const meter of meters) meter.recordOutcome(kind);
-      throw failure({ kind }, error instanceof ExchangeEnded ? error.cause : error);
+      if (kind === 'aborted')
+        throw isStopped(error)
+          ? error
+          : new StoppedError(`${spec.method} ${target.shownPath}: cancelled`, { cause: error });
+      throw failure({ kind }, kind === 'timeout' ? undefined : error);
     }
     const { status, retryAfterHeader, location } = answer;
     if (answer.body === undefined) {

@@ -1,3 +1,4 @@
+import { PAGE_LIMIT_MAX } from '../domain/service-rules.js';
 import { formatFilterMicros, parseEpochMicros, type EpochMicros } from '../util/micros.js';
 
 /**
@@ -14,9 +15,6 @@ export type RangeFilter<T> = Partial<Record<Comparison, T>>;
 export const CALL_DIRECTIONS = ['inbound', 'outbound'] as const;
 export const HANGUP_SOURCES = ['customer', 'carrier', 'trunk'] as const;
 export const STIR_VERIFICATIONS = ['Verified', 'Not Verified', 'Not Applicable'] as const;
-
-/** Page size: at most 20, 20 when not given. */
-export const TRUNK_PAGE_LIMIT_MAX = 20;
 
 export interface TrunkCallFilters {
   /** Exact number or prefix. */
@@ -84,8 +82,8 @@ const INTEGER = /^-?\d+$/;
 
 /**
  * Parses the query of a trunk-call list request. Only the form of each parameter is checked here;
- * rules that need the clock (the 90-day horizon, the 30-day range, the 7-day default) are the
- * simulator's. Unknown parameters are reported, since a misspelt filter silently ignored would
+ * rules that need the clock (the horizon, the longest range, the default window: domain/service-rules.ts)
+ * are the simulator's. Unknown parameters are reported, since a misspelt filter silently ignored would
  * return the wrong calls.
  */
 export function parseTrunkCallQuery(params: URLSearchParams): ParsedTrunkCallQuery {
@@ -162,10 +160,10 @@ export function parseTrunkCallQuery(params: URLSearchParams): ParsedTrunkCallQue
 
   const limit = integer('limit', 1);
   if (limit !== undefined) {
-    if (limit > TRUNK_PAGE_LIMIT_MAX) {
+    if (limit > PAGE_LIMIT_MAX) {
       problems.push({
         param: 'limit',
-        message: `limit must be at most ${TRUNK_PAGE_LIMIT_MAX} (got ${limit})`,
+        message: `limit must be at most ${PAGE_LIMIT_MAX} (got ${limit})`,
       });
     } else {
       filters.limit = limit;

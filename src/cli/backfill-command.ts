@@ -7,8 +7,8 @@ import type { AccountJob, QueueCounts } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { ACCOUNT_JOBS_QUEUE, countAccountJobs } from '../jobs/pg-boss-queue.js';
 import type { SyncResult } from '../sync/run-stream.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
 import {
-  HORIZON_DAYS,
   horizonStart,
   lastDays,
   planBackfill,
@@ -82,7 +82,7 @@ export function formatBackfillCoverage(result: SyncResult, plan: BackfillPlan): 
     .filter((part) => part.why !== 'beyond-horizon')
     .map((part) =>
       part.why === 'horizon-margin'
-        ? `the oldest ${spanText(part)} (a margin inside the 90-day horizon, so no request is refused as too old)`
+        ? `the oldest ${spanText(part)} (a margin inside the ${TRUNK_HISTORY_DAYS}-day horizon, so no request is refused as too old)`
         : `calls that ended in the last ${spanText(part)} (settle lag: the next sync reads them)`,
     );
   if (notRead.length > 0) lines.push(`  not read: ${notRead.join('; ')}`);
@@ -98,8 +98,10 @@ function spanText(part: TimeWindow): string {
 export function registerBackfillCommand(program: Command, context: CommandContext): void {
   program
     .command('backfill')
-    .description('re-read trunk call records of any part of the last 90 days (resumable)')
-    .option('--days <n>', `the last n days, 1 to ${HORIZON_DAYS}`)
+    .description(
+      `re-read trunk call records of any part of the last ${TRUNK_HISTORY_DAYS} days (resumable)`,
+    )
+    .option('--days <n>', `the last n days, 1 to ${TRUNK_HISTORY_DAYS}`)
     .option('--from <time>', `start of the range (${INSTANT_FORMS})`)
     .option('--to <time>', 'end of the range, exclusive (default: now)')
     .option('--account <auth_id>', 'only this configured account')
@@ -119,7 +121,7 @@ export function registerBackfillCommand(program: Command, context: CommandContex
         'command resumes: windows it already read are skipped; a backfill of another range keeps that resume\n' +
         'point. A finished range asked for again is read again, and the run says how much of it the ledger\n' +
         'held complete. The incremental watermark never moves back.\n\n' +
-        'Examples:\n  $ telesync backfill --days 90\n  $ telesync backfill --from 2026-10-01 --to 2026-10-08\n  $ telesync backfill --days 90 --dry-run',
+        `Examples:\n  $ telesync backfill --days ${TRUNK_HISTORY_DAYS}\n  $ telesync backfill --from 2026-10-01 --to 2026-10-08\n  $ telesync backfill --days ${TRUNK_HISTORY_DAYS} --dry-run`,
     )
     .action(async (options: BackfillOptions) => {
       context.setExit(
@@ -137,10 +139,12 @@ export function backfillRange(options: BackfillOptions, nowMillis: number): Time
     if (options.from !== undefined || options.to !== undefined) {
       throw new UsageError('give either --days or --from/--to, not both');
     }
-    return lastDays(now, parseWholeNumber(options.days, '--days', 1, HORIZON_DAYS));
+    return lastDays(now, parseWholeNumber(options.days, '--days', 1, TRUNK_HISTORY_DAYS));
   }
   if (options.from === undefined) {
-    throw new UsageError('say what to backfill: --days N (1 to 90), or --from TIME [--to TIME]');
+    throw new UsageError(
+      `say what to backfill: --days N (1 to ${TRUNK_HISTORY_DAYS}), or --from TIME [--to TIME]`,
+    );
   }
   const start = parseUserInstant(options.from, '--from');
   if (options.to === undefined && start >= now)
@@ -163,7 +167,7 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
   if (range.end <= horizon) {
     throw new UsageError(
       `${formatIsoMicros(range.start)} to ${formatIsoMicros(range.end)} is entirely older than the service's ` +
-        `90-day horizon: those calls can no longer be read. The oldest time that can be: --from ${formatIsoMicros(horizon)}`,
+        `${TRUNK_HISTORY_DAYS}-day horizon: those calls can no longer be read. The oldest time that can be: --from ${formatIsoMicros(horizon)}`,
     );
   }
   if (options.dryRun === true) {
@@ -293,7 +297,7 @@ function noteBeyondHorizon(context: CommandContext, plan: BackfillPlan): boolean
     context.io,
     'warn',
     `note: ${formatIsoMicros(beyond.start)} to ${formatIsoMicros(beyond.end)} is older than the ` +
-      "service's 90-day horizon and cannot be read; the backfill starts at the horizon",
+      `service's ${TRUNK_HISTORY_DAYS}-day horizon and cannot be read; the backfill starts at the horizon`,
   );
   return true;
 }

@@ -7,7 +7,8 @@ import { enqueueLookups } from '../db/repositories/lookup-queue-repository.js';
 import { startSimulator } from '../simulator/simulator-server.js';
 import type { StreamName } from '../domain/streams.js';
 import type { SyncResult } from '../sync/run-stream.js';
-import { HORIZON_DAYS, HORIZON_MARGIN_MINUTES, lastDays } from '../sync/window-planner.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
+import { HORIZON_MARGIN_MINUTES, lastDays } from '../sync/window-planner.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
@@ -21,12 +22,12 @@ export function registerDemoCommand(program: Command, context: CommandContext): 
   program
     .command('demo')
     .description('run the whole job against a built-in simulated account, with no set-up')
-    .option('--calls <n>', 'calls in the simulated 90 days', '30000')
+    .option('--calls <n>', `calls in the simulated ${TRUNK_HISTORY_DAYS} days`, '30000')
     .option('--seed <text>', 'seed of the simulated data', 'telesync-demo')
     .addHelpText(
       'after',
       '\nStarts the simulator in this process, migrates the database (the embedded one unless DATABASE_URL\n' +
-        'is set), backfills 90 days of calls, syncs endpoints and caller IDs, looks up some messages and their\n' +
+        `is set), backfills ${TRUNK_HISTORY_DAYS} days of calls, syncs endpoints and caller IDs, looks up some messages and their\n` +
         'sender packs, and prints a billing summary per day and direction. Needs no credentials.\n\nExample:\n  $ telesync demo            # or: npm run demo',
     )
     .action(async (options: { calls: string; seed: string }) => {
@@ -60,7 +61,7 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
   });
   try {
     io.out(
-      `telesync demo: a simulated account ${DEMO_ACCOUNT} with ${number.format(calls)} calls over 90 days, served at ${sim.url}\n`,
+      `telesync demo: a simulated account ${DEMO_ACCOUNT} with ${number.format(calls)} calls over ${TRUNK_HISTORY_DAYS} days, served at ${sim.url}\n`,
     );
     return await app.withSync(
       [account],
@@ -89,9 +90,9 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
           return result;
         };
 
-        io.out(`2. backfill the last ${HORIZON_DAYS} days of trunk call records`);
+        io.out(`2. backfill the last ${TRUNK_HISTORY_DAYS} days of trunk call records`);
         const backfill = await run('trunk_calls', {
-          backfill: lastDays(epochMicrosFromMillis(Date.now()), HORIZON_DAYS),
+          backfill: lastDays(epochMicrosFromMillis(Date.now()), TRUNK_HISTORY_DAYS),
         });
         const results = [backfill];
         const covered = backfill.backfill?.covered;
@@ -151,7 +152,7 @@ export function explainBackfillCount(
     );
   if (margin > 0)
     parts.push(
-      `${number.format(margin)} ended in the oldest ${HORIZON_MARGIN_MINUTES} minutes of the ${HORIZON_DAYS} days ` +
+      `${number.format(margin)} ended in the oldest ${HORIZON_MARGIN_MINUTES} minutes of the ${TRUNK_HISTORY_DAYS} days ` +
         '(a margin so no request reaches past the horizon), which leave the service soon',
     );
   return `${head}: ${parts.join('; ')}`;
@@ -189,5 +190,5 @@ async function billingSummary(database: Database, today: string): Promise<string
     (row) =>
       `   ${row.map((cell, column) => (column >= 2 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ')}`,
   );
-  return `${lines.join('\n')}\n   all 90 days: ${number.format(totals.calls)} calls, ${formatDecimalText(totals.billedMinutes, { trimZeros: true })} billed minutes, total amount ${formatDecimalText(totals.totalAmount)}`;
+  return `${lines.join('\n')}\n   all ${TRUNK_HISTORY_DAYS} days: ${number.format(totals.calls)} calls, ${formatDecimalText(totals.billedMinutes, { trimZeros: true })} billed minutes, total amount ${formatDecimalText(totals.totalAmount)}`;
 }

@@ -3,6 +3,7 @@ import { plural } from './plural.js';
 import type { SyncResult } from '../sync/run-stream.js';
 import { loadWaitWorthSaying } from '../domain/load-wait.js';
 import { formatIsoFixed, formatIsoMicros } from '../util/micros.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
 
 const number = new Intl.NumberFormat('en-US');
 
@@ -33,7 +34,7 @@ export function formatRunLine(result: SyncResult): string {
         : `\n  error: ${result.error}`;
   const gap =
     stats.gap !== undefined
-      ? '\n  warning: calls older than the 90-day horizon were never synced (see sync_runs.gap_start/gap_end)'
+      ? `\n  warning: calls older than the ${TRUNK_HISTORY_DAYS}-day horizon were never synced (see sync_runs.gap_start/gap_end)`
       : '';
   return `${head}: ${parts.join(', ')}${gap}${tail}`;
 }

@@ -11,6 +11,7 @@ import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatRunLine } from './run-report.js';
 import { onShutdownSignal } from './shutdown.js';
 import { writeNotice } from './notice.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
 
 /** Ticks sampled to find the longest pause of a cron (a day of hourly ticks, a week of daily ones). */
 const TICK_SAMPLE = 200;
@@ -54,7 +55,7 @@ export function registerScheduleCommand(
         `                                           stream callbacks at TELESYNC_STREAM_CALLBACK_PATH (default ${CONFIG_DEFAULTS.streamCallbackPath})\n` +
         `  TELESYNC_SHUTDOWN_TIMEOUT_SECONDS        on SIGTERM, time for runs to finish their batch (default ${CONFIG_DEFAULTS.shutdownTimeoutSeconds})\n` +
         `  TELESYNC_HEALTH_MAX_AGE_MINUTES          /healthz fails when a stream's last success is older (default ${CONFIG_DEFAULTS.healthMaxAgeMinutes})\n` +
-        `  TELESYNC_HORIZON_ALARM_DAYS              /healthz fails on trunk_calls days this close to the 90-day horizon not read in full (default ${CONFIG_DEFAULTS.horizonAlarmDays}; 0: off)\n\n` +
+        `  TELESYNC_HORIZON_ALARM_DAYS              /healthz fails on trunk_calls days this close to the ${TRUNK_HISTORY_DAYS}-day horizon not read in full (default ${CONFIG_DEFAULTS.horizonAlarmDays}; 0: off)\n\n` +
         'The database must be migrated first (telesync migrate). Ticks of a stream never overlap: a tick\n' +
         'that comes while the previous run is still going is skipped, logged and counted.\n\n' +
         'Examples:\n' +
@@ -164,7 +165,7 @@ function describeSchedule(
   lines.push(
     app.settings.verifyCron === SCHEDULE_OFF
       ? '  verify       off (TELESYNC_VERIFY_CRON)'
-      : `  verify       ${app.settings.verifyCron} (every account's 90 days against the service: telesync verify)`,
+      : `  verify       ${app.settings.verifyCron} (every account's ${TRUNK_HISTORY_DAYS} days against the service: telesync verify)`,
   );
   if (server === undefined) {
     lines.push('HTTP server off (TELESYNC_HTTP_PORT=0): no /healthz, no /metrics.');

@@ -14,6 +14,7 @@ import {
 import { startSimulator, type StartSimulatorOptions } from '../simulator/simulator-server.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
+import { TRUNK_DEFAULT_WINDOW_DAYS, TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
 
 /** Port of `telesync simulate` when --port is not given. */
 export const SIMULATE_DEFAULT_PORT = 8080;
@@ -238,7 +239,7 @@ async function runSimulate(
   if (firstAccount !== undefined) {
     lines.push(
       '',
-      `Calls of the last 90 days: ${firstAccount.callsLast90Days} (last 7 days: ${firstAccount.callsLast7Days})`,
+      `Calls of the last ${TRUNK_HISTORY_DAYS} days: ${firstAccount.callsLast90Days} (last ${TRUNK_DEFAULT_WINDOW_DAYS} days: ${firstAccount.callsLast7Days})`,
       `Example message UUIDs: ${firstAccount.exampleMessageUuids.slice(0, 3).join(' ') || '(none)'}`,
       `Live call UUIDs (streams can start on these): ${firstAccount.liveCallUuids.slice(0, 3).join(' ') || '(none)'}`,
       `Calls with recorded streams: ${firstAccount.callsWithStreams.join(' ') || '(none)'}`,

@@ -1,16 +1,15 @@
 import type { Command } from 'commander';
 import type { CommandApp } from '../app/command-app.js';
+import { LockBusyError } from '../db/advisory-lock.js';
 import type { Database } from '../db/connect.js';
 import { findKnownAccounts } from '../db/repositories/status-repository.js';
 import { STREAM_NAMES, isStreamName, type StreamName } from '../domain/streams.js';
 import {
   findStreamState,
   forgetAccount,
-  ForgetAccountBusyError,
   previewForgetAccount,
   resetStreamState,
   STREAM_STATE_KIND,
-  StateResetBusyError,
   type StateResetOutcome,
   type StreamState,
 } from '../sync/stream-state.js';
@@ -130,7 +129,7 @@ async function runStateForget(
           (request.data ? ', data included' : '; data rows kept'),
       );
     } catch (error) {
-      if (!(error instanceof ForgetAccountBusyError)) throw error;
+      if (!(error instanceof LockBusyError)) throw error;
       writeNotice(context.io, 'error', error.message);
       return EXIT.FAILED;
     }
@@ -312,7 +311,7 @@ async function runStateReset(
         const outcome = await resetStreamState(database, { accountId, stream, from });
         context.io.out(formatResetOutcome(outcome));
       } catch (error) {
-        if (!(error instanceof StateResetBusyError)) throw error;
+        if (!(error instanceof LockBusyError)) throw error;
         writeNotice(context.io, 'error', error.message);
         return EXIT.FAILED;
       }

@@ -24,6 +24,7 @@ import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatDuration } from './progress-reporter.js';
 import { plural } from './plural.js';
 import { epochMicrosFromMillis, fixIsoText, formatIsoFixed } from '../util/micros.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
 
 const number = new Intl.NumberFormat('en-US');
 
@@ -226,7 +227,7 @@ function formatStatusTable(statuses: readonly StreamStatus[], now: number): stri
       );
     if (status.gap !== null) {
       warnings.push(
-        `  ! ${status.stream}: unrecoverable gap ${status.gap.start} to ${status.gap.end}: those calls left the 90-day horizon before they were synced`,
+        `  ! ${status.stream}: unrecoverable gap ${status.gap.start} to ${status.gap.end}: those calls left the ${TRUNK_HISTORY_DAYS}-day horizon before they were synced`,
       );
     }
     if (status.stream === 'trunk_calls' && status.watermark === null && status.rows > 0)

@@ -15,7 +15,8 @@ import {
   type RepairOutcome,
   type VerifyDependencies,
 } from '../sync/verify-trunk-calls.js';
-import { HORIZON_DAYS, type TimeWindow } from '../sync/window-planner.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
+import { type TimeWindow } from '../sync/window-planner.js';
 import {
   epochMicrosFromMillis,
   fixIsoText,
@@ -46,7 +47,7 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
     .description(
       "prove the trunk_calls tables: each UTC day's service count beside the rows stored",
     )
-    .option('--days <n>', `the last n UTC days, today included, 1 to ${HORIZON_DAYS + 1}`)
+    .option('--days <n>', `the last n UTC days, today included, 1 to ${TRUNK_HISTORY_DAYS + 1}`)
     .option('--from <time>', `first day to verify (${INSTANT_FORMS})`)
     .option('--to <time>', 'end of the range, exclusive (default: now)')
     .option('--account <auth_id>', 'only this configured account')
@@ -54,7 +55,7 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
     .option('--repair', 're-read the days that differ (as a backfill does), then verify them again')
     .addHelpText(
       'after',
-      '\nOne request (limit 1) per day and account. The oldest day is compared from the 90-day cut-off on,\n' +
+      `\nOne request (limit 1) per day and account. The oldest day is compared from the ${TRUNK_HISTORY_DAYS}-day cut-off on,\n` +
         'the newest up to the settle lag. Exit 0: every day agrees; 1: a day differs (named) or a check\n' +
         'failed; 2: bad usage. Findings are kept in the table day_verifications.\n\n' +
         'Examples:\n  $ telesync verify\n  $ telesync verify --days 7 --json\n  $ telesync verify --from 2026-10-01 --to 2026-10-08 --repair',
@@ -69,7 +70,7 @@ export function verifyRange(options: VerifyOptions, now: EpochMicros): TimeWindo
   if (options.days !== undefined) {
     if (options.from !== undefined || options.to !== undefined)
       throw new UsageError('give either --days or --from/--to, not both');
-    const days = parseWholeNumber(options.days, '--days', 1, HORIZON_DAYS + 1);
+    const days = parseWholeNumber(options.days, '--days', 1, TRUNK_HISTORY_DAYS + 1);
     return { start: utcDayStart(now) - (days - 1) * MICROS_PER_DAY, end: now };
   }
   if (options.from === undefined) {
@@ -94,7 +95,7 @@ async function runVerify(context: CommandContext, options: VerifyOptions): Promi
   if (days.length === 0)
     throw new UsageError(
       `${formatIsoMicros(range.start)} to ${formatIsoMicros(range.end)} holds no day the service still counts: ` +
-        'it is older than the 90-day cut-off or newer than the settle lag',
+        `it is older than the ${TRUNK_HISTORY_DAYS}-day cut-off or newer than the settle lag`,
     );
   return app.withSync(accounts, async (session) => {
     const deps = createVerifyDependencies(app.config, session.database, app.log);

@@ -3,6 +3,7 @@ import { validate as isValidCron } from 'node-cron';
 import type { ApiSettings } from '../api/api-settings.js';
 import type { DatabaseSettings } from '../db/database-settings.js';
 import type { JobSettings } from '../jobs/job-settings.js';
+import { TRUNK_HISTORY_DAYS, TRUNK_MAX_RANGE_DAYS } from '../domain/service-rules.js';
 import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import type { StreamCallbackSettings } from '../http/http-settings.js';
 import { checkCronExpression } from '../scheduler/cron-expression.js';
@@ -19,9 +20,9 @@ import type { EnvReader } from './env-reader.js';
  * variables, with the rules and messages of each variable.
  */
 
-/** The service keeps 90 days of calls and a range may span at most 30 (spec 4.6). */
-const MAX_SLICE_HOURS = 30 * 24;
-const MAX_HISTORY_DAYS = 90;
+/** A slice is one range of a trunk list; no setting reaches back past the service's history. */
+const MAX_SLICE_HOURS = TRUNK_MAX_RANGE_DAYS * 24;
+const MAX_HISTORY_DAYS = TRUNK_HISTORY_DAYS;
 /** A body past 1 GiB is never a page; the cap exists to keep memory bounded. */
 const MAX_BODY_BYTES_LIMIT = 1024 * 1024 * 1024;
 /**

@@ -17,11 +17,17 @@ import type { Database } from './connect.js';
 
 const heldInProcess = new Set<string>();
 
-/** The lock could not be taken without waiting, or not within the wait allowed. */
+/**
+ * The lock could not be taken without waiting, or not within the wait allowed. `message` says what
+ * holds it and what to do, when the caller knows better than the lock's name.
+ */
 export class LockBusyError extends Error {
   override name = 'LockBusyError';
-  constructor(readonly lockName: string) {
-    super(`another telesync run holds ${lockName}`);
+  constructor(
+    readonly lockName: string,
+    message = `another telesync run holds ${lockName}`,
+  ) {
+    super(message);
   }
 }
 

@@ -52,9 +52,8 @@ const COPY_CHUNK_BYTES = 256 * 1024;
 
 /**
  * Rows in COPY text format, written as UTF-8 into byte chunks as they come. Faster and smaller than
- * keeping each row's line as a string and joining a batch's lines into one string before sending it
- * (measured: about a tenth of the time): the bytes are written once, outside the JavaScript heap,
- * and go to the socket as they are.
+ * keeping each row's line as a string and joining a batch's lines into one string before sending it:
+ * the bytes are written once, outside the JavaScript heap, and go to the socket as they are.
  */
 export class CopyText {
   readonly #chunks: Buffer[] = [];

@@ -1,4 +1,5 @@
-import type { Tables } from './schema.js';
+import type { NormalizedRow } from '../normalize/normalize-result.js';
+import type { CallStreamStatusColumns, Tables } from './schema.js';
 
 /**
  * The data tables as the loader sees them: the conflict key and the columns a normaliser fills
@@ -13,11 +14,33 @@ export interface DataTableSpec<T extends DataTableName = DataTableName> {
   readonly snapshot: boolean;
 }
 
-/** Declares a spec, checking its column names against the table type. */
-function defineSpec<T extends DataTableName>(spec: {
+/**
+ * The columns of table `T` a normaliser fills: every column of its table type but the loader's and
+ * those the stream callbacks keep (call_streams' status).
+ */
+type LoadedColumn<T extends DataTableName> = Exclude<
+  keyof NormalizedRow<Tables[T]> & string,
+  keyof CallStreamStatusColumns
+>;
+
+/**
+ * Unknown when `Given` names every one of `All`; otherwise a type no column list matches, whose
+ * `missingColumns` names the columns left out (the compiler's error shows them).
+ */
+type NamesEvery<All, Given> = [Exclude<All, Given>] extends [never]
+  ? unknown
+  : { readonly missingColumns: Exclude<All, Given> };
+
+/**
+ * Declares a spec, checked against the table type (src/db/schema.ts) both ways: every column listed
+ * is a column of the table, and every column a normaliser fills is listed. The migrated tables are
+ * checked against the specs by test/integration/schema.test.ts, the normalisers' rows by
+ * test/unit/normalize-resources.test.ts.
+ */
+function defineSpec<T extends DataTableName, const C extends readonly LoadedColumn<T>[]>(spec: {
   table: T;
-  key: readonly (keyof Tables[T] & string)[];
-  columns: readonly (keyof Tables[T] & string)[];
+  key: readonly LoadedColumn<T>[];
+  columns: C & NamesEvery<LoadedColumn<T>, C[number]>;
   snapshot: boolean;
 }): DataTableSpec<T> {
   return spec;
@@ -67,6 +90,7 @@ export const TRUNK_CALLS = defineSpec({
     'stir_attestation',
     'voice_network_group',
     'source_ip',
+
     'raw',
   ],
 });

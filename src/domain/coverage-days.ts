@@ -1,5 +1,6 @@
 import { formatIsoMicros, MICROS_PER_DAY, type EpochMicros } from '../util/micros.js';
 import type { LedgerStatus } from './ledger-entry.js';
+import { TRUNK_HISTORY_DAYS } from './service-rules.js';
 import { comparedPart, type ComparedDay } from './verify-days.js';
 
 /**
@@ -8,7 +9,7 @@ import { comparedPart, type ComparedDay } from './verify-days.js';
  */
 
 /** How many UTC days the coverage strip shows: the days the service still serves. */
-export const COVERAGE_DAYS = 90;
+export const COVERAGE_DAYS = TRUNK_HISTORY_DAYS;
 
 /** One ledger row, as far as coverage is concerned. */
 export interface CoverageWindow {

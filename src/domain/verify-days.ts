@@ -1,4 +1,5 @@
 import { formatIsoMicros, MICROS_PER_DAY, type EpochMicros } from '../util/micros.js';
+import { TRUNK_HISTORY_DAYS } from './service-rules.js';
 
 /**
  * The days `telesync verify` compares, and the part of each day it compares: pure, so that verify
@@ -63,10 +64,10 @@ export function planComparedDays(
 
 /**
  * The first day (`YYYY-MM-DD`) whose verification still matters at `now`: the day holding the
- * service's 90-day cut-off. Older days keep their last finding, but the service no longer serves them.
+ * service's cut-off (TRUNK_HISTORY_DAYS). Older days keep their last finding, but the service no longer serves them.
  */
 export function retrievableSinceDay(now: EpochMicros): string {
-  return formatIsoMicros(utcDayStart(now - 90 * MICROS_PER_DAY)).slice(0, 10);
+  return formatIsoMicros(utcDayStart(now - TRUNK_HISTORY_DAYS * MICROS_PER_DAY)).slice(0, 10);
 }
 
 /** What one day's comparison found. */

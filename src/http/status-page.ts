@@ -12,6 +12,7 @@ import {
   splitErrorText,
   type FoldedRuns,
 } from './status-page-text.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
 
 export { escapeHtml } from './escape-html.js';
 export { formatDuration } from './status-page-text.js';
@@ -131,7 +132,7 @@ export function renderStatusPage(view: StatusPageView): string {
 <body>
 <header>
 <h1>telesync status</h1>
-<p>Generated ${time(view.generatedAt)} · all times UTC · the service serves calls that ended after ${time(view.horizonStart)} (90-day horizon) · reload for fresh figures</p>
+<p>Generated ${time(view.generatedAt)} · all times UTC · the service serves calls that ended after ${time(view.horizonStart)} (${TRUNK_HISTORY_DAYS}-day horizon) · reload for fresh figures</p>
 </header>
 ${alarms.length === 0 ? '' : renderAlarm(alarms, view.horizonAlarmDays)}
 ${view.accounts.length === 0 ? '<p>No account is configured.</p>' : view.accounts.map((account) => renderAccount(account, view)).join('\n')}
@@ -151,7 +152,7 @@ function renderAlarm(alarms: readonly AccountView[], alarmDays: number): string 
     .join('');
   return `<section class="alarm-box" role="alert">
 <h2>Data about to leave the horizon unread</h2>
-<p>trunk_calls days within ${escapeHtml(alarmDays)} days of the 90-day horizon are incomplete or unread; once past it the service no longer serves them. Backfill them now (<code>telesync backfill --from DAY --to DAY</code>).</p>
+<p>trunk_calls days within ${escapeHtml(alarmDays)} days of the ${TRUNK_HISTORY_DAYS}-day horizon are incomplete or unread; once past it the service no longer serves them. Backfill them now (<code>telesync backfill --from DAY --to DAY</code>).</p>
 <ul>${items}</ul>
 </section>`;
 }

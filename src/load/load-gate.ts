@@ -11,11 +11,9 @@ const QUEUED_BATCHES_PER_CONNECTION = 4;
  * transactions at once, first come first served, and a bound on the rows queued behind them.
  *
  * Why one for the whole process: PostgreSQL spends its time on how many sessions write at once,
- * not on how many transactions they write. Thirty-two sessions each loading 400-row batches of one
- * account cost PostgreSQL 75% more CPU than two sessions loading the same rows in the same batches
- * (measured: 36 s against 20 s for 500,000 rows), and batches of 5,000 rows instead of 400 changed
- * neither. So the runs of a process each keep their own loader (their own transactions, lock
- * checks and failures) but take turns on a few connections.
+ * not on how many transactions they write, whatever the batch size (docs/performance.md, "One load
+ * gate per process"). So the runs of a process each keep their own loader (their own transactions,
+ * lock checks and failures) but take turns on a few connections.
  */
 export class LoadGate {
   readonly #slots: ConcurrencyGate;

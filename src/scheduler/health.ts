@@ -2,6 +2,7 @@ import type { LatestRuns } from '../db/repositories/health-repository.js';
 import { runAgeSeconds, wholeSeconds } from '../domain/freshness.js';
 import { epochMicrosFromMillis, formatIsoFixed, toEpochMicros } from '../util/micros.js';
 import type { HorizonUnread } from './read-coverage.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
 
 /**
  * The verdict of /healthz, as a pure function of what the database said and the clock. The I/O
@@ -194,7 +195,7 @@ function describeHorizonUnread(
   const to = new Date(Date.parse(`${last}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
   return (
     `${account.account}: ${account.days.length} trunk_calls day(s) within ${alarmDays} days of the ` +
-    `90-day horizon are incomplete or unread (${account.days.join(', ')}); the service stops ` +
+    `${TRUNK_HISTORY_DAYS}-day horizon are incomplete or unread (${account.days.join(', ')}); the service stops ` +
     `serving them soon: run \`telesync backfill --from ${first} --to ${to}\``
   );
 }

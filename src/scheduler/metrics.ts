@@ -5,6 +5,7 @@ import { coerceError } from '../util/coerce-error.js';
 import type { WatermarkRow } from '../db/repositories/health-repository.js';
 import type { HorizonUnread } from './read-coverage.js';
 import type { VerificationSummary } from '../db/repositories/day-verifications-repository.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
 
 /** Why a tick did not run: the previous run of its stream was still going, or it came too late. */
 export type MissedTickReason = 'overlap' | 'missed';
@@ -149,7 +150,7 @@ export class SchedulerMetrics {
     const { readWatermarks, readHorizonUnread, readVerifications, now, onCollectError } = options;
     const verifyDays: Gauge<'account' | 'result'> = new Gauge({
       name: 'telesync_verify_days',
-      help: 'trunk_calls days of the last 90 by what telesync verify last found (day_verifications): agree, or differs (the service count and the rows stored differ). Alert on result="differs" > 0.',
+      help: `trunk_calls days of the last ${TRUNK_HISTORY_DAYS} by what telesync verify last found (day_verifications): agree, or differs (the service count and the rows stored differ). Alert on result="differs" > 0.`,
       labelNames: ['account', 'result'],
       registers,
       async collect() {
@@ -206,7 +207,7 @@ export class SchedulerMetrics {
     });
     const horizon: Gauge<'account'> = new Gauge({
       name: 'telesync_horizon_unread_days',
-      help: 'trunk_calls days within TELESYNC_HORIZON_ALARM_DAYS of the 90-day horizon that are incomplete or unread (sync_windows), per account: data about to become unreadable. Alert on > 0.',
+      help: `trunk_calls days within TELESYNC_HORIZON_ALARM_DAYS of the ${TRUNK_HISTORY_DAYS}-day horizon that are incomplete or unread (sync_windows), per account: data about to become unreadable. Alert on > 0.`,
       labelNames: ['account'],
       registers,
       async collect() {

@@ -1,24 +1,18 @@
+import { parseTrunkCallQuery, type TrunkCallFilters } from '../api/trunk-call-query.js';
 import {
-  parseTrunkCallQuery,
-  TRUNK_PAGE_LIMIT_MAX,
-  type TrunkCallFilters,
-} from '../api/trunk-call-query.js';
+  PAGE_LIMIT_MAX,
+  TRUNK_DEFAULT_WINDOW_DAYS,
+  TRUNK_HISTORY_DAYS,
+  TRUNK_MAX_RANGE_DAYS,
+} from '../domain/service-rules.js';
 import { formatFilterMicros, MICROS_PER_DAY, type EpochMicros } from '../util/micros.js';
 
 /**
  * The list rules of the service that depend on the clock or on paging, as pure functions of the
- * query and `now`. The form of each trunk-list parameter is checked by the shared
- * parseTrunkCallQuery, so the client and the simulator agree on it.
+ * query and `now`; the rules' values are domain/service-rules.ts, which the client and the planner
+ * read too. The form of each trunk-list parameter is checked by the shared parseTrunkCallQuery, so
+ * the client and the simulator agree on it.
  */
-
-/** Trunk calls older than this cannot be retrieved (4.6 rule 1, assumption A15). */
-export const TRUNK_HISTORY_DAYS = 90;
-/** Window of a trunk list without any end_time filter (4.6 rule 2). */
-export const TRUNK_DEFAULT_WINDOW_DAYS = 7;
-/** Longest range between a lower and an upper end_time bound (4.6 rule 3). */
-export const TRUNK_MAX_RANGE_DAYS = 30;
-/** Page size of every list: at most 20, 20 when not given (spec 8, assumption A5). */
-export const LIST_LIMIT_MAX = TRUNK_PAGE_LIMIT_MAX;
 
 /** A trunk list request the simulator can answer. */
 export interface TrunkCallPlan {
@@ -38,11 +32,12 @@ export type TrunkCallPlanResult =
 /**
  * Checks a trunk-list query against every rule of 4.6 and turns its end_time filters into one
  * inclusive range:
- * - no end_time filter: the last 7 days up to now;
- * - a lower bound (`end_time`, `__gt`, `__gte`) older than now − 90 days is refused, naming the
- *   horizon (A15); a lower bound alone runs up to now, an upper bound alone from the horizon (A16);
- * - a lower and an upper bound (`__gt`/`__gte` with `__lt`/`__lte`) at most 30 days apart, measured
- *   between the values given, else refused;
+ * - no end_time filter: the last TRUNK_DEFAULT_WINDOW_DAYS up to now;
+ * - a lower bound (`end_time`, `__gt`, `__gte`) older than now − TRUNK_HISTORY_DAYS is refused,
+ *   naming the horizon (A15); a lower bound alone runs up to now, an upper bound alone from the
+ *   horizon (A16);
+ * - a lower and an upper bound (`__gt`/`__gte` with `__lt`/`__lte`) at most TRUNK_MAX_RANGE_DAYS
+ *   apart, measured between the values given, else refused;
  * - the upper end never passes `now`: only completed calls are listed;
  * - a range that admits nothing (below the horizon, lower above upper) is empty, not an error (A32).
  * Every problem is reported, not only the first.
@@ -82,7 +77,7 @@ export function planTrunkCallQuery(
     }
   }
 
-  // The 30-day cap concerns a range built from the suffixed bounds (4.6 rule 3).
+  // The range cap concerns a range built from the suffixed bounds (4.6 rule 3).
   const rangeLower = lowers.filter((bound) => bound.name !== 'end_time');
   const rangeUpper = uppers.filter((bound) => bound.name !== 'end_time');
   if (rangeLower.length > 0 && rangeUpper.length > 0) {
@@ -113,7 +108,7 @@ export function planTrunkCallQuery(
       lowerMicros,
       upperMicros: Math.min(upperMicros, nowMicros),
       filters,
-      limit: filters.limit ?? LIST_LIMIT_MAX,
+      limit: filters.limit ?? PAGE_LIMIT_MAX,
       offset: filters.offset ?? 0,
     },
   };
@@ -132,7 +127,7 @@ export type ListQueryResult = { ok: true; query: ListQuery } | { ok: false; prob
 const WHOLE_NUMBER = /^\d+$/;
 
 /**
- * Parses the query of a list: `limit` (1–20, default 20; more is refused, A5), `offset` (0 or more)
+ * Parses the query of a list: `limit` (1 to PAGE_LIMIT_MAX, its default; more is refused, A5), `offset` (0 or more)
  * and the named filters. Unknown parameters are refused, as on the trunk list (assumption A31): a
  * misspelt filter silently ignored would return the wrong items.
  */
@@ -142,7 +137,7 @@ export function parseListQuery(
 ): ListQueryResult {
   const problems: string[] = [];
   const filters: Record<string, string> = {};
-  let limit = LIST_LIMIT_MAX;
+  let limit = PAGE_LIMIT_MAX;
   let offset = 0;
   for (const name of new Set(params.keys())) {
     const values = params.getAll(name);
@@ -155,8 +150,8 @@ export function parseListQuery(
       const value = Number(raw);
       if (!WHOLE_NUMBER.test(raw) || value < 1) {
         problems.push(`limit must be a whole number of at least 1 (got "${raw}")`);
-      } else if (value > LIST_LIMIT_MAX) {
-        problems.push(`limit must be at most ${LIST_LIMIT_MAX} (got ${raw})`);
+      } else if (value > PAGE_LIMIT_MAX) {
+        problems.push(`limit must be at most ${PAGE_LIMIT_MAX} (got ${raw})`);
       } else {
         limit = value;
       }

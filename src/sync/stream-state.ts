@@ -114,17 +114,12 @@ export interface StateResetOutcome {
   readonly lookupsRequeued: number;
 }
 
-/** The reset could not run: another run of the stream holds its lock. */
-export class StateResetBusyError extends Error {
-  override name = 'StateResetBusyError';
-}
-
 /**
  * Makes the next run of `stream` read again from `from` (or from the start): the watermark set
  * back to it (cleared without `from`; snapshots always clear it), the ledger windows from there on
  * reopened, the lookup queue entries put back to pending. Data rows are kept. Holds the stream's
  * lock, so no run of it is under way meanwhile, and records the reset in sync_runs (command
- * `state reset`).
+ * `state reset`). Throws LockBusyError, saying what to do, when a run of the stream holds it.
  */
 export async function resetStreamState(
   database: Database,
@@ -183,17 +178,13 @@ export async function resetStreamState(
     });
   } catch (error) {
     if (error instanceof LockBusyError) {
-      throw new StateResetBusyError(
+      throw new LockBusyError(
+        error.lockName,
         `a telesync run of ${stream} for account ${accountId} is in progress; reset its state when it has finished`,
       );
     }
     throw error;
   }
-}
-
-/** An account's forgetting could not run: a run of one of its streams holds that stream's lock. */
-export class ForgetAccountBusyError extends Error {
-  override name = 'ForgetAccountBusyError';
 }
 
 export interface ForgetAccountRequest {
@@ -220,7 +211,8 @@ export function previewForgetAccount(
 /**
  * Deletes everything telesync keeps about an account (its state, ledger, runs and lookup queues),
  * and with `data` its rows too, in one transaction, holding the lock of every stream of the account
- * so that no run of it is under way. The rows deleted, per table.
+ * so that no run of it is under way. The rows deleted, per table. Throws LockBusyError, saying
+ * what to do, when a run of the account holds one of them.
  */
 export async function forgetAccount(
   database: Database,
@@ -246,7 +238,8 @@ export async function forgetAccount(
     );
   } catch (error) {
     if (error instanceof LockBusyError) {
-      throw new ForgetAccountBusyError(
+      throw new LockBusyError(
+        error.lockName,
         `a telesync run for account ${request.accountId} is in progress; forget the account when it has finished`,
       );
     }

@@ -22,13 +22,8 @@ import { mapConcurrently } from '../util/map-concurrently.js';
 import { MICROS_PER_DAY, type EpochMicros } from '../util/micros.js';
 import { windowFilters } from './streams/read-trunk-call-window.js';
 import type { SyncSettings } from './sync-settings.js';
-import {
-  HORIZON_DAYS,
-  horizonStart,
-  plannerSettings,
-  settledEnd,
-  type TimeWindow,
-} from './window-planner.js';
+import { TRUNK_HISTORY_DAYS } from '../domain/service-rules.js';
+import { horizonStart, plannerSettings, settledEnd, type TimeWindow } from './window-planner.js';
 
 /**
  * `telesync verify`: for each UTC day of an account, the service's count of the calls that ended
@@ -78,7 +73,7 @@ export function planVerifyDays(
 
 /** Everything the service still counts at `now`: the last 90 days (cut by planVerifyDays). */
 export function retrievableRange(now: EpochMicros): TimeWindow {
-  return { start: now - HORIZON_DAYS * MICROS_PER_DAY, end: now };
+  return { start: now - TRUNK_HISTORY_DAYS * MICROS_PER_DAY, end: now };
 }
 
 /**

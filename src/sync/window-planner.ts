@@ -1,4 +1,5 @@
 import { DateTime } from 'luxon';
+import { TRUNK_HISTORY_DAYS, TRUNK_MAX_RANGE_DAYS } from '../domain/service-rules.js';
 import {
   epochMicrosFromMillis,
   MICROS_PER_DAY,
@@ -18,10 +19,6 @@ import {
  * are whole slots, so the same slot is the same ledger row from one run to the next.
  */
 
-/** The service keeps 90 days of calls (spec 4.6 rule 1). */
-export const HORIZON_DAYS = 90;
-/** A range may span at most 30 days (spec 4.6 rule 3). */
-export const WINDOW_MAX_DAYS = 30;
 /**
  * How far inside the horizon the oldest window starts, so a window planned a moment ago is not
  * refused as too old when it is sent (assumption A15).
@@ -30,12 +27,12 @@ export const HORIZON_MARGIN_MINUTES = 10;
 
 /**
  * A part of a backfill beyond the service's horizon shorter than this is only the clock moving
- * between `--days 90` being read and the run planning it: not worth a warning (planLeftOut).
+ * between `--days N` being read and the run planning it: not worth a warning (planLeftOut).
  */
 export const HORIZON_ROUNDING_MICROS = MICROS_PER_SECOND;
 
 export interface PlannerSettings {
-  /** Width of a slot; at most WINDOW_MAX_DAYS. */
+  /** Width of a slot; at most TRUNK_MAX_RANGE_DAYS. */
   readonly sliceMicros: number;
   /** Calls that ended less than this long ago are left for a later run. */
   readonly settleLagMicros: number;
@@ -53,7 +50,7 @@ export function plannerSettings(sync: {
   initialDays: number;
 }): PlannerSettings {
   return {
-    sliceMicros: Math.min(sync.sliceHours * MICROS_PER_HOUR, WINDOW_MAX_DAYS * MICROS_PER_DAY),
+    sliceMicros: Math.min(sync.sliceHours * MICROS_PER_HOUR, TRUNK_MAX_RANGE_DAYS * MICROS_PER_DAY),
     settleLagMicros: sync.settleLagMinutes * MICROS_PER_MINUTE,
     lookbackMicros: sync.lookbackHours * MICROS_PER_HOUR,
     initialMicros: sync.initialDays * MICROS_PER_DAY,
@@ -68,7 +65,7 @@ export interface TimeWindow {
 
 /** The oldest instant it is safe to ask the service for, at `now`. */
 export function horizonStart(now: EpochMicros): EpochMicros {
-  return now - HORIZON_DAYS * MICROS_PER_DAY + HORIZON_MARGIN_MINUTES * MICROS_PER_MINUTE;
+  return now - TRUNK_HISTORY_DAYS * MICROS_PER_DAY + HORIZON_MARGIN_MINUTES * MICROS_PER_MINUTE;
 }
 
 /** The newest instant a run at `now` reads up to (exclusive). */
@@ -158,7 +155,7 @@ export function planBackfill(
   settings: PlannerSettings,
 ): BackfillPlan {
   const horizon = horizonStart(now);
-  const serviceEdge = now - HORIZON_DAYS * MICROS_PER_DAY;
+  const serviceEdge = now - TRUNK_HISTORY_DAYS * MICROS_PER_DAY;
   const settled = settledEnd(now, settings);
   const widenedFrom = slotStart(requested.start, settings.sliceMicros);
   const requestedEndSlot = slotStart(requested.end, settings.sliceMicros);

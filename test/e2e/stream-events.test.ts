@@ -16,7 +16,7 @@ import { startCliFixture, type StartedCliFixture } from '../support/cli-fixture.
 import { harnessTarget } from '../support/test-database.js';
 
 /**
- * The whole life of an audio stream, with real processes (issue 13's proof):
+ * The whole life of an audio stream, with real processes:
  *
  *   telesync stream start ──► telesync simulate ──wss (test CA)──► media server (this test)
  *                                   │  signed callbacks                 │ playAudio back

@@ -21,7 +21,7 @@ import { harnessTarget, type CliDatabase } from '../support/test-database.js';
 
 const ACCOUNTS = testAccounts('MA_MANY', 300);
 
-/** Most transactions a second two idle workers of 300 accounts may cost PostgreSQL (issue 40). */
+/** Most transactions a second two idle workers of 300 accounts may cost PostgreSQL. */
 const IDLE_TRANSACTIONS_PER_SECOND = 10;
 const IDLE_MEASURE_MS = 20_000;
 

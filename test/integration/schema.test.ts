@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DATA_TABLES, type DataTableSpec } from '../../src/db/table-specs.js';
 import { SPEC_RESOURCES, columnOf } from '../support/spec-fields.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -108,6 +109,41 @@ describe('data tables hold every field of the spec, with the right type', () => 
       expect(extra, resource.table).toEqual([]);
     }
   });
+});
+
+describe('the table specs (src/db/table-specs.ts) and the migrated tables', () => {
+  /** Columns the loader sets, or the stream callbacks (call_streams' status), never a normaliser. */
+  const notLoaded = (spec: DataTableSpec): string[] => [
+    'synced_at',
+    'changed_at',
+    ...(spec.snapshot ? ['first_seen_at', 'last_seen_at', 'deleted_at'] : []),
+    ...(spec.table === 'call_streams' ? ['status', 'status_at'] : []),
+  ];
+
+  for (const spec of DATA_TABLES) {
+    it(`${spec.table}: every migrated column is one the spec loads or one the loader sets, and back`, () => {
+      const migrated = [...columns.values()]
+        .filter((info) => info.table_name === spec.table)
+        .map((info) => info.column_name)
+        .sort();
+      expect(migrated, `${spec.table} has no columns: is it migrated?`).not.toEqual([]);
+      expect(migrated).toEqual([...spec.columns, ...notLoaded(spec)].sort());
+    });
+
+    it(`${spec.table}: the spec's key is the table's primary key`, async () => {
+      const keys = await sql<{ column_name: string }>`
+        SELECT kcu.column_name
+          FROM information_schema.table_constraints tc
+          JOIN information_schema.key_column_usage kcu
+            ON kcu.constraint_name = tc.constraint_name AND kcu.table_schema = tc.table_schema
+         WHERE tc.table_schema = ${handle.database.schema}
+           AND tc.table_name = ${spec.table}
+           AND tc.constraint_type = 'PRIMARY KEY'
+         ORDER BY kcu.ordinal_position
+      `.execute(handle.database.root);
+      expect(keys.rows.map((row) => row.column_name)).toEqual(spec.key);
+    });
+  }
 });
 
 describe('bookkeeping tables', () => {

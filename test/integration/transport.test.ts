@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/api-errors.js';
 import { parseListBody } from '../../src/api/received-json.js';
 import { RequestMeter } from '../../src/api/request-meter.js';
+import { StoppedError } from '../../src/util/stopped-error.js';
 import {
   ForeignNextPageError,
   InvalidIdentifierError,
@@ -11,7 +12,6 @@ import {
 } from '../../src/api/telephony-client.js';
 import {
   HttpTransport,
-  RequestStoppedError,
   RESPONSE_MAX_BYTES,
   type RetryEvent,
   type TransportOptions,
@@ -490,8 +490,8 @@ describe('a stop request', () => {
       stopSignal: stop.signal,
     });
     setTimeout(() => stop.abort(new Error('received SIGTERM')), 100);
-    await expect(waiting).rejects.toBeInstanceOf(RequestStoppedError);
-    await expect(queued).rejects.toBeInstanceOf(RequestStoppedError);
+    await expect(waiting).rejects.toBeInstanceOf(StoppedError);
+    await expect(queued).rejects.toBeInstanceOf(StoppedError);
     expect(performance.now() - started).toBeLessThan(2_000);
     expect(arrivals).toHaveLength(1);
   });
@@ -523,7 +523,7 @@ describe('a stop request', () => {
 });
 
 describe('the exchange itself', () => {
-  it("ends an exchange in flight when the caller's signal aborts: aborted, not retried", async () => {
+  it("ends an exchange in flight when the caller's signal aborts: stopped, not retried", async () => {
     const { url, arrivals } = await scriptedServer([stall]);
     const controller = new AbortController();
     const meter = new RequestMeter();
@@ -534,10 +534,8 @@ describe('the exchange itself', () => {
     );
     setTimeout(() => controller.abort(), 100);
     const startedMs = performance.now();
-    const error = (await request.catch((caught: unknown) => caught)) as ApiError;
-    expect(error).toBeInstanceOf(ApiError);
-    expect(error.kind).toBe('aborted');
-    expect(error.retryable).toBe(false);
+    const error = await request.catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(StoppedError);
     expect(performance.now() - startedMs).toBeLessThan(2_000);
     expect(arrivals).toHaveLength(1);
     expect(meter.requests).toBe(1);
@@ -570,9 +568,8 @@ describe('the exchange itself', () => {
       .request({ method: 'GET', path: listPath }, parseListBody, {
         signal: AbortSignal.abort(),
       })
-      .catch((caught: unknown) => caught)) as ApiError;
-    expect(error).toBeInstanceOf(ApiError);
-    expect(error.kind).toBe('aborted');
+      .catch((caught: unknown) => caught)) as Error;
+    expect(error).toBeInstanceOf(StoppedError);
     expect(arrivals).toHaveLength(0);
   });
 

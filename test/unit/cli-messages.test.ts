@@ -10,8 +10,8 @@ import { loadWaitNote } from '../../src/cli/status-command.js';
 import { withLineAndColumn } from '../../src/config/config-sources.js';
 import { RunStats } from '../../src/sync/run-context.js';
 import type { SyncResult } from '../../src/sync/run-stream.js';
+import { TRUNK_HISTORY_DAYS } from '../../src/domain/service-rules.js';
 import {
-  HORIZON_DAYS,
   horizonStart,
   planBackfill,
   planLeftOut,
@@ -51,7 +51,10 @@ function result(status: SyncResult['status'], windowsCompleted: number, error?: 
 
 describe('what a 90-day backfill leaves out (planLeftOut)', () => {
   it('a --days 90 read a few milliseconds before planning: the margin and the settle lag, no lost range', () => {
-    const requested = { start: now - 3_000 - HORIZON_DAYS * MICROS_PER_DAY, end: now - 3_000 };
+    const requested = {
+      start: now - 3_000 - TRUNK_HISTORY_DAYS * MICROS_PER_DAY,
+      end: now - 3_000,
+    };
     const plan = planBackfill(now, requested, settings);
     // The planner itself sees a 3 ms slice beyond the service's 90 days…
     expect(plan.beyondService).toBeDefined();
@@ -64,7 +67,7 @@ describe('what a 90-day backfill leaves out (planLeftOut)', () => {
 
   it('a range reaching a day past the horizon reports that day as beyond it, then the margin', () => {
     const requested = {
-      start: now - (HORIZON_DAYS + 1) * MICROS_PER_DAY,
+      start: now - (TRUNK_HISTORY_DAYS + 1) * MICROS_PER_DAY,
       end: now - MICROS_PER_DAY,
     };
     const parts = planLeftOut(planBackfill(now, requested, settings));
@@ -75,7 +78,7 @@ describe('what a 90-day backfill leaves out (planLeftOut)', () => {
   it('the command says it in one line, with both reasons', () => {
     const plan = planBackfill(
       now,
-      { start: now - HORIZON_DAYS * MICROS_PER_DAY, end: now },
+      { start: now - TRUNK_HISTORY_DAYS * MICROS_PER_DAY, end: now },
       settings,
     );
     const lines = formatBackfillCoverage(result('succeeded', 91), plan);
@@ -89,7 +92,7 @@ describe('what a 90-day backfill leaves out (planLeftOut)', () => {
   it('a stopped backfill says how far it got, not the whole range', () => {
     const plan = planBackfill(
       now,
-      { start: now - HORIZON_DAYS * MICROS_PER_DAY, end: now },
+      { start: now - TRUNK_HISTORY_DAYS * MICROS_PER_DAY, end: now },
       settings,
     );
     const lines = formatBackfillCoverage(result('stopped', 3), plan);

@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Exchange, ExchangeEnded } from '../../src/api/exchange.js';
+import { Exchange } from '../../src/api/exchange.js';
+import { StoppedError } from '../../src/util/stopped-error.js';
 
 /** The controller undici hands a handler: here only its abort is watched. */
 function controller(): Dispatcher.DispatchController & { abortedWith: unknown[] } {
@@ -73,8 +74,8 @@ describe('Exchange (the transport’s dispatch handler)', () => {
     exchange.onResponseData(started, bytes('{}'));
     vi.advanceTimersByTime(50);
     const error = await exchange.answer.catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(ExchangeEnded);
-    expect((error as ExchangeEnded).kind).toBe('timeout');
+    expect(error).toBeInstanceOf(Error);
+    expect(exchange.endedBy).toBe('timeout');
     expect(started.abortedWith).toEqual([error]);
     exchange.onResponseEnd();
     expect(vi.getTimerCount()).toBe(0);
@@ -88,15 +89,16 @@ describe('Exchange (the transport’s dispatch handler)', () => {
     // The dispatcher reaches the handler after the abort: the request goes no further.
     waiting.onRequestStart(started);
     const error = await waiting.answer.catch((caught: unknown) => caught);
-    expect((error as ExchangeEnded).kind).toBe('aborted');
-    expect((error as ExchangeEnded).cause).toEqual(new Error('stop'));
+    expect(error).toBeInstanceOf(StoppedError);
+    expect(waiting.endedBy).toBe('aborted');
+    expect((error as StoppedError).cause).toEqual(new Error('stop'));
     expect(started.abortedWith).toEqual([error]);
 
     const early = new AbortController();
     early.abort();
     const never = new Exchange(1_000, 5_000, early.signal);
     expect(never.over).toBe(true);
-    await expect(never.answer).rejects.toBeInstanceOf(ExchangeEnded);
+    await expect(never.answer).rejects.toBeInstanceOf(StoppedError);
   });
 
   it("rejects with undici's error, or the error of sending, once", async () => {

@@ -13,6 +13,7 @@ import { normalizeSipEndpoint } from '../../src/normalize/normalize-sip-endpoint
 import { normalizeTrunkCall } from '../../src/normalize/normalize-trunk-call.js';
 import { normalizeVerifiedCallerId } from '../../src/normalize/normalize-verified-caller-id.js';
 import { RECORD_MAX_BYTES } from '../../src/normalize/record-reader.js';
+import { DATA_TABLES } from '../../src/db/table-specs.js';
 import type {
   CallStreamsTable,
   MessagesTable,
@@ -514,6 +515,13 @@ describe.each(RESOURCES)('the $name normaliser', (resource) => {
     expect(Object.keys(row).sort()).toStrictEqual(
       ['account_id', 'raw', ...Object.keys(fields).map(columnOf), ...resource.extraColumns].sort(),
     );
+  });
+
+  it('gives the row exactly the columns its table spec loads (src/db/table-specs.ts)', () => {
+    const spec = DATA_TABLES.find((candidate) => candidate.table === resource.table);
+    expect(spec, `no table spec for ${resource.table}`).toBeDefined();
+    const row = rowOf(normalize(receivedObject(sample), context));
+    expect(Object.keys(row).sort()).toStrictEqual([...(spec?.columns ?? [])].sort());
   });
 
   it('keeps the record text exactly as received as raw, unknown keys and every digit included', () => {

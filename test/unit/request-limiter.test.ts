@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LimiterAbortedError, RequestLimiter } from '../../src/api/request-limiter.js';
+import { RequestLimiter } from '../../src/api/request-limiter.js';
+import { StoppedError } from '../../src/util/stopped-error.js';
 
 /** A clock and timer queue that the test moves by hand; timers fire `lateMs` after they are due. */
 function drivenTime(lateMs = 0) {
@@ -153,7 +154,7 @@ describe('RequestLimiter', () => {
     while (release === undefined) await new Promise((resolve) => setImmediate(resolve));
     release();
     await first;
-    expect(await second).toBeInstanceOf(LimiterAbortedError);
+    expect(await second).toBeInstanceOf(StoppedError);
     await expect(third).resolves.toBe('third');
     expect(limiter.waiting).toBe(0);
   });

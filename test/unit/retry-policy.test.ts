@@ -88,7 +88,6 @@ describe('isRetryableFailure', () => {
     { kind: 'http', status: 400, sent: true },
     { kind: 'http', status: 302, sent: true },
     { kind: 'too_large', status: 200, sent: true },
-    { kind: 'aborted', sent: false },
   ] as const;
 
   it('retries a read after a 429, a 5xx, a reset, a timeout or an unreadable answer', () => {
@@ -101,7 +100,6 @@ describe('isRetryableFailure', () => {
       true,
       true,
       true,
-      false,
       false,
       false,
       false,
@@ -118,7 +116,6 @@ describe('isRetryableFailure', () => {
       false,
       true,
       true,
-      false,
       false,
       false,
       false,

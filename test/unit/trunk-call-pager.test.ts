@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { StoppedError } from '../../src/util/stopped-error.js';
 import { ApiError } from '../../src/api/api-errors.js';
 import type { ReceivedList } from '../../src/api/received-json.js';
-import {
-  PageLimitError,
-  PagingStoppedError,
-  TelephonyClient,
-} from '../../src/api/telephony-client.js';
+import { PageLimitError, TelephonyClient } from '../../src/api/telephony-client.js';
 import type { BodyReader, HttpTransport, RequestSpec } from '../../src/api/transport.js';
 
 /**
@@ -84,7 +81,7 @@ describe('TelephonyClient.iterateTrunkCalls', () => {
     expect(maxInFlight()).toBe(1);
   });
 
-  it('on a stop request, sends no further page, yields the pages in flight, then throws PagingStoppedError', async () => {
+  it('on a stop request, sends no further page, yields the pages in flight, then throws StoppedError', async () => {
     const { client, started } = fakeService(400, { delayMs: () => 5 });
     const stop = new AbortController();
     const yielded: number[] = [];
@@ -97,7 +94,7 @@ describe('TelephonyClient.iterateTrunkCalls', () => {
         if (page.meta.offset === 0) stop.abort();
       }
     };
-    await expect(read()).rejects.toBeInstanceOf(PagingStoppedError);
+    await expect(read()).rejects.toBeInstanceOf(StoppedError);
     // Requests sent before the stop were all yielded; none was sent after it.
     expect([...yielded].sort((a, b) => a - b)).toEqual([...started].sort((a, b) => a - b));
     expect(started.length).toBeLessThan(20);
@@ -108,7 +105,7 @@ describe('TelephonyClient.iterateTrunkCalls', () => {
     const stop = new AbortController();
     stop.abort();
     const pages = client.iterateTrunkCalls(window, { stopSignal: stop.signal });
-    await expect(pages.next()).rejects.toBeInstanceOf(PagingStoppedError);
+    await expect(pages.next()).rejects.toBeInstanceOf(StoppedError);
     expect(started).toEqual([]);
   });
 
@@ -220,7 +217,7 @@ describe('TelephonyClient lists that follow meta.next', () => {
         pages++;
         if (pages === 3) stop.abort();
       }
-    }).rejects.toBeInstanceOf(PagingStoppedError);
+    }).rejects.toBeInstanceOf(StoppedError);
     expect(requests()).toBe(3);
   });
 

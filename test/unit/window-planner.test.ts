@@ -1,15 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import { TRUNK_HISTORY_DAYS, TRUNK_MAX_RANGE_DAYS } from '../../src/domain/service-rules.js';
 import {
   deepRecheckRange,
   horizonStart,
-  HORIZON_DAYS,
   planBackfill,
   planIncremental,
   plannerSettings,
   settledEnd,
   slotStart,
   utcDay,
-  WINDOW_MAX_DAYS,
   type PlannerSettings,
   type TimeWindow,
 } from '../../src/sync/window-planner.js';
@@ -62,7 +61,7 @@ function brokenProperty(
   for (let index = 0; index < windows.length; index++) {
     const window = windows[index]!;
     if (!(window.start < window.end)) return `window ${index} is empty or reversed`;
-    if (window.end - window.start > WINDOW_MAX_DAYS * MICROS_PER_DAY)
+    if (window.end - window.start > TRUNK_MAX_RANGE_DAYS * MICROS_PER_DAY)
       return `window ${index} exceeds 30 days`;
     if (window.end - window.start > settings.sliceMicros)
       return `window ${index} exceeds the slice`;
@@ -149,7 +148,7 @@ describe('planIncremental', () => {
     });
     const now = at('2026-11-21T10:00:00Z');
     const plan = planIncremental(now, at('2026-06-01T00:00:00Z'), settings);
-    const horizon = now - HORIZON_DAYS * MICROS_PER_DAY + 10 * MICROS_PER_MINUTE;
+    const horizon = now - TRUNK_HISTORY_DAYS * MICROS_PER_DAY + 10 * MICROS_PER_MINUTE;
     expect(plan.windows[0]?.start).toBe(horizon);
     expect(plan.gap).toEqual({ start: at('2026-06-01T00:00:00Z'), end: horizon });
   });
@@ -180,7 +179,9 @@ describe('planBackfill', () => {
         expect(plan.covered?.end).toBeGreaterThanOrEqual(retrievable.end);
       }
       expect(plan.beyondHorizon !== undefined).toBe(start < horizonStart(now));
-      expect(plan.beyondService !== undefined).toBe(start < now - HORIZON_DAYS * MICROS_PER_DAY);
+      expect(plan.beyondService !== undefined).toBe(
+        start < now - TRUNK_HISTORY_DAYS * MICROS_PER_DAY,
+      );
       expect(plan.notYetSettled !== undefined).toBe(end > settledEnd(now, settings));
     }
   });

@@ -30,6 +30,7 @@ import {
   type Malformation,
   type TrunkCallFacts,
 } from './trunk-call-data.js';
+import { TRUNK_HISTORY_DAYS } from '../../domain/service-rules.js';
 
 /**
  * One account's simulated data, a pure function of (seed, auth_id, sizes, anchor). Small
@@ -52,7 +53,7 @@ export interface DatasetSizes {
 
 export const DEFAULT_DATASET_SIZES: Readonly<DatasetSizes> = Object.freeze({
   calls: 20_000,
-  days: 90,
+  days: TRUNK_HISTORY_DAYS,
   endpoints: 45,
   callerIds: 25,
   messages: 2_000,

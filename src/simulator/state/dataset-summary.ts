@@ -12,7 +12,7 @@ import {
   type GeneratedCalls,
   type LateArrivals,
 } from '../data/trunk-call-index.js';
-import { TRUNK_DEFAULT_WINDOW_DAYS, TRUNK_HISTORY_DAYS } from '../rules.js';
+import { TRUNK_DEFAULT_WINDOW_DAYS, TRUNK_HISTORY_DAYS } from '../../domain/service-rules.js';
 import type { AccountState } from './account-state.js';
 import type { SimulatorState } from './simulator-state.js';
 

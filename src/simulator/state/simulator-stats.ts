@@ -4,6 +4,8 @@
  * playAudio messages a stream accepted, how many callbacks were retried) without timers.
  */
 
+import { RATE_BUDGET_REQUESTS, RATE_BUDGET_WINDOW_SECONDS } from '../../domain/service-rules.js';
+
 /** Kinds of injected faults, as counted. */
 export type FaultKind =
   | 'down'
@@ -129,10 +131,10 @@ export interface AccountLoad {
   tightestSpanMs: number | null;
 }
 
-/** The window of AccountLoad.maxPerWindow: the service's published budget is 300 per 5 s. */
-export const LOAD_WINDOW_MS = 5_000;
+/** The window of AccountLoad.maxPerWindow: the window of the service's published budget. */
+export const LOAD_WINDOW_MS = RATE_BUDGET_WINDOW_SECONDS * 1000;
 /** The requests the service allows in LOAD_WINDOW_MS (its published budget). */
-export const LOAD_WINDOW_REQUESTS = 300;
+export const LOAD_WINDOW_REQUESTS = RATE_BUDGET_REQUESTS;
 
 class AccountLoadMeter {
   readonly load: AccountLoad = {

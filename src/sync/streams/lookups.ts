@@ -3,10 +3,8 @@ import type { ReceivedRecord } from '../../api/received-json.js';
 import {
   InvalidIdentifierError,
   isNotFound,
-  PagingStoppedError,
   type PagingOptions,
 } from '../../api/telephony-client.js';
-import { RequestStoppedError } from '../../api/transport.js';
 import type { LoadRow } from '../../db/data-loader.js';
 import {
   findDueLookups,
@@ -26,6 +24,7 @@ import { normalizeMessage } from '../../normalize/normalize-message.js';
 import { normalizePowerpack } from '../../normalize/normalize-powerpack.js';
 import type { Normalizer } from '../../normalize/normalize-records.js';
 import { describeError } from '../../util/coerce-error.js';
+import { isStopped } from '../../util/stopped-error.js';
 import { forEachConcurrently } from '../../util/for-each-concurrently.js';
 import { formatIsoMicros, MICROS_PER_HOUR, MICROS_PER_MINUTE } from '../../util/micros.js';
 import { receiveRecords } from '../receive-records.js';
@@ -171,8 +170,7 @@ async function lookUp(
   try {
     records = await lookup.fetch(context, entry.key, options);
   } catch (error) {
-    if (error instanceof RequestStoppedError || error instanceof PagingStoppedError)
-      return 'stopped';
+    if (isStopped(error)) return 'stopped';
     return failedLookup(context, lookup, entry, error);
   }
   const { rows, rejects } = await receiveRecords(context, records, lookup.normalize, loader);
@@ -205,7 +203,6 @@ function failedLookup(
   // A key that cannot be an identifier was never sent: asking again cannot find it.
   if (error instanceof InvalidIdentifierError) return { status: 'not_found', error: error.message };
   if (error instanceof ApiError && !error.retryable && error.kind === 'http') throw error;
-  if (error instanceof ApiError && error.kind === 'aborted') throw error;
   if (!(error instanceof ApiError)) throw error;
   const attempts = entry.attempts + 1;
   const giveUp = attempts >= context.settings.lookupMaxAttempts;

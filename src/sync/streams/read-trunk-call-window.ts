@@ -1,5 +1,5 @@
 import { takeRecords, type ReceivedRecord } from '../../api/received-json.js';
-import { TRUNK_PAGE_LIMIT_MAX } from '../../api/trunk-call-query.js';
+import { PAGE_LIMIT_MAX } from '../../domain/service-rules.js';
 import type { LoadRow } from '../../db/data-loader.js';
 import type { BatchLoader } from '../../load/batch-loader.js';
 import type { Normalizer } from '../../normalize/normalize-records.js';
@@ -54,7 +54,7 @@ export function windowFilters(window: TimeWindow): { end_time: { gte: number; lt
  * `pageConcurrency` at a time) and passes each page's records through the normalise and load
  * stages as it arrives. A stop request (the run's signal) is honoured between pages, never by
  * cancelling a request in flight: every page fetched is stored, and the pager then throws
- * PagingStoppedError, so the window stays incomplete.
+ * StoppedError, so the window stays incomplete.
  */
 export async function readTrunkCallWindow(
   context: RunContext,
@@ -104,15 +104,15 @@ function bufferPage(
   seen: Set<string>,
 ): number {
   // A page within the limit (every page the service sends) is passed on as it is, not copied.
-  const overLimit = records.length > TRUNK_PAGE_LIMIT_MAX;
-  const asked = overLimit ? records.slice(0, TRUNK_PAGE_LIMIT_MAX) : records;
+  const overLimit = records.length > PAGE_LIMIT_MAX;
+  const asked = overLimit ? records.slice(0, PAGE_LIMIT_MAX) : records;
   const { rejects } = bufferRecords(context, asked, inWindow, loader, seen);
   if (overLimit) {
-    const extra = records.slice(TRUNK_PAGE_LIMIT_MAX);
-    bufferRecords(context, extra, rejectBeyondLimit(TRUNK_PAGE_LIMIT_MAX), loader);
+    const extra = records.slice(PAGE_LIMIT_MAX);
+    bufferRecords(context, extra, rejectBeyondLimit(PAGE_LIMIT_MAX), loader);
     context.log.warn(
-      { window: describeWindow(window), records: records.length, limit: TRUNK_PAGE_LIMIT_MAX },
-      `a page held ${records.length} records for a limit of ${TRUNK_PAGE_LIMIT_MAX}: the ${extra.length} past the limit were quarantined`,
+      { window: describeWindow(window), records: records.length, limit: PAGE_LIMIT_MAX },
+      `a page held ${records.length} records for a limit of ${PAGE_LIMIT_MAX}: the ${extra.length} past the limit were quarantined`,
     );
   }
   return rejects.filter((reject) => reject.reason.startsWith(OUTSIDE_WINDOW)).length;

@@ -1,5 +1,5 @@
 import type { ReceivedList } from '../../api/received-json.js';
-import { PagingStoppedError, type PagingOptions } from '../../api/telephony-client.js';
+import type { PagingOptions } from '../../api/telephony-client.js';
 import type { LoadRow } from '../../db/data-loader.js';
 import {
   countSnapshotMisses,
@@ -13,6 +13,7 @@ import { BatchLoader, ONE_TRANSACTION_PER_UNIT } from '../../load/batch-loader.j
 import type { Normalizer } from '../../normalize/normalize-records.js';
 import { normalizeSipEndpoint } from '../../normalize/normalize-sip-endpoint.js';
 import { normalizeVerifiedCallerId } from '../../normalize/normalize-verified-caller-id.js';
+import { isStopped } from '../../util/stopped-error.js';
 import { receiveRecords } from '../receive-records.js';
 import { pagingOptions, type RunContext } from '../run-context.js';
 
@@ -89,7 +90,7 @@ async function syncSnapshot(context: RunContext, snapshot: SnapshotStream): Prom
         if (reject.recordKey !== undefined) rejectedKeys.push(reject.recordKey);
     }
   } catch (error) {
-    if (!(error instanceof PagingStoppedError)) throw error;
+    if (!isStopped(error)) throw error;
     stopped = true;
   }
   const complete = !stopped && expected !== undefined && identities.size === expected;

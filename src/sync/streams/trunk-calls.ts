@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
 import { ApiError } from '../../api/api-errors.js';
-import { PageLimitError, PagingStoppedError } from '../../api/telephony-client.js';
-import { RequestStoppedError } from '../../api/transport.js';
+import { PageLimitError } from '../../api/telephony-client.js';
 import {
   advanceWatermarkFromLedger,
   findSyncState,
@@ -26,6 +25,7 @@ import type {
 import { BatchLoader, type CommitBatch, type CommitHook } from '../../load/batch-loader.js';
 import { describeError } from '../../util/coerce-error.js';
 import { formatIsoMicros, parseEpochMicros, type EpochMicros } from '../../util/micros.js';
+import { isStopped } from '../../util/stopped-error.js';
 import type { Tables } from '../../db/schema.js';
 import { requestOptions, type RunContext } from '../run-context.js';
 import type { SyncSettings } from '../sync-settings.js';
@@ -56,6 +56,7 @@ import {
   windowFilters,
   WindowIncompleteError,
 } from './read-trunk-call-window.js';
+import { TRUNK_HISTORY_DAYS } from '../../domain/service-rules.js';
 
 const STREAM = 'trunk_calls';
 
@@ -84,7 +85,7 @@ export async function syncTrunkCalls(context: RunContext): Promise<void> {
     context.stats.gap = plan.gap;
     context.log.warn(
       { gap_start: formatIsoMicros(plan.gap.start), gap_end: formatIsoMicros(plan.gap.end) },
-      'the watermark fell behind the 90-day horizon: calls that ended in this gap can no longer be read from the service',
+      `the watermark fell behind the ${TRUNK_HISTORY_DAYS}-day horizon: calls that ended in this gap can no longer be read from the service`,
     );
   }
   const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
@@ -215,7 +216,7 @@ export async function backfillTrunkCalls(
         from: formatIsoMicros(plan.beyondService.start),
         to: formatIsoMicros(plan.beyondService.end),
       },
-      'part of the backfill is older than the 90-day horizon and cannot be read from the service',
+      `part of the backfill is older than the ${TRUNK_HISTORY_DAYS}-day horizon and cannot be read from the service`,
     );
   }
   if (plan.covered === undefined) return plan;
@@ -395,11 +396,10 @@ async function probeWindow(
   loader: BatchLoader,
   ledgerWrites: CommitBatch<WindowChange>,
 ): Promise<void> {
-  const total = await context.client
-    .countTrunkCalls(windowFilters(window), requestOptions(context))
-    .catch((error: unknown) => {
-      throw error instanceof RequestStoppedError ? new PagingStoppedError() : error;
-    });
+  const total = await context.client.countTrunkCalls(
+    windowFilters(window),
+    requestOptions(context),
+  );
   const outcome = afterProbe(window, entry, total);
   const verifiedAt = formatIsoMicros(context.now());
   const confirm = () =>
@@ -433,7 +433,7 @@ async function probeWindow(
 }
 
 /**
- * Handles what a window's read threw. Stopped (Ctrl-C, shutdown: the pager's PagingStoppedError):
+ * Handles what a window's read threw. Stopped (Ctrl-C, shutdown: StoppedError):
  * the window's ledger row gets back the status it had, and the caller stops. A window that did not add up: recorded as failed, and
  * the caller goes on to the next. Anything else is recorded and thrown: a service that fails every
  * request would fail every window the same way, slowly.
@@ -451,7 +451,7 @@ async function settleWindowError(
   // last drain throws it when the loop goes on; when this error is thrown instead, the run fails
   // with this one.
   await loader.drain().catch(() => undefined);
-  if (error instanceof PagingStoppedError) {
+  if (isStopped(error)) {
     context.stats.stopped = true;
     await restoreWindowStatus(
       context.database.db,

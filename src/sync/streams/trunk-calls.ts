@@ -7,11 +7,8 @@ import {
   saveCursor,
 } from '../../db/repositories/sync-state-repository.js';
 import {
-  failWindow,
   findLedgerEntries,
-  insertPlannedWindows,
   recordWindowChanges,
-  restoreWindowStatus,
   type WindowChange,
   type WindowCompletion,
 } from '../../db/repositories/sync-windows-repository.js';
@@ -25,7 +22,7 @@ import type {
 import type { BatchLoader, CommitBatch, CommitHook } from '../../load/batch-loader.js';
 import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
 import { describeError } from '../../util/coerce-error.js';
-import { formatIsoMicros } from '../../util/micros.js';
+import { formatIsoMicros, type EpochMicros } from '../../util/micros.js';
 import { requestOptions, type RunContext } from '../run-context.js';
 import {
   findResumedBackfill,
@@ -126,13 +123,14 @@ export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
     await loader.drain().catch(() => undefined);
     const key: LedgerKey = { accountId: run.accountId, stream: STREAM };
     if (why.stopped) {
-      await restoreWindowStatus(
-        run.database.db,
-        key,
-        window.slotStart,
-        entry?.status ?? 'planned',
-        run.runId,
-      );
+      await recordWindowChanges(run.database.db, run.database.schema, key, [
+        {
+          kind: 'restored',
+          slotStart: window.slotStart,
+          status: entry?.status ?? 'planned',
+          runId: run.runId,
+        },
+      ]);
       return;
     }
     await recordWindowFailure(run, key, window, why.error, this.failsAlone?.(why.error) === true);
@@ -162,11 +160,7 @@ async function planIncrementalUnits(run: RunContext): Promise<UnitPlan<WindowUni
     );
   }
   const key: LedgerKey = { accountId: run.accountId, stream: STREAM };
-  await insertPlannedWindows(
-    run.database.db,
-    key,
-    windows.filter((window) => !ledger.has(window.slotStart)),
-  );
+  await recordWindowChanges(run.database.db, run.database.schema, key, planned(windows, ledger));
   const pass: IncrementalPass = {
     from: plan.from,
     fromSlot: slotStart(plan.from, settings.sliceMicros),
@@ -245,11 +239,7 @@ async function planBackfillUnits(
     slotStart(plan.covered.start, settings.sliceMicros),
     plan.covered.end,
   );
-  await insertPlannedWindows(
-    run.database.db,
-    key,
-    windows.filter((window) => !ledger.has(window.slotStart)),
-  );
+  await recordWindowChanges(run.database.db, run.database.schema, key, planned(windows, ledger));
   const ledgerWrites = windowLedger(run, key, leaveWatermark);
   return {
     rounds: oneRound(
@@ -273,6 +263,16 @@ async function planBackfillUnits(
       ),
     backfill: plan,
   };
+}
+
+/** The ledger rows of the windows of a plan whose slots have none yet. */
+function planned(
+  windows: readonly SlotWindow[],
+  ledger: ReadonlyMap<EpochMicros, LedgerEntry>,
+): WindowChange[] {
+  return windows
+    .filter((window) => !ledger.has(window.slotStart))
+    .map((window) => ({ kind: 'planned', window }));
 }
 
 /** A backfill's windows leave the watermark alone. */
@@ -419,7 +419,9 @@ async function recordWindowFailure(
   const level = failsAlone ? 'error' : 'debug';
   context.log[level]({ window: describeWindow(window), err: error }, `window failed: ${message}`);
   try {
-    await failWindow(context.database.db, key, window.slotStart, message, context.runId);
+    await recordWindowChanges(context.database.db, context.database.schema, key, [
+      { kind: 'failed', slotStart: window.slotStart, error: message, runId: context.runId },
+    ]);
   } catch (ledgerError) {
     // The database itself may be what failed; the run's error says so already.
     context.log.warn({ err: ledgerError }, 'could not record the window failure in sync_windows');

@@ -114,8 +114,7 @@ export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
     }
     await readAndComplete(run, window, loader, ledger);
   },
-  // A window the service describes impossibly fails alone, with its numbers; the next one is read.
-  failsAlone: (error) => error instanceof WindowIncompleteError || error instanceof PageLimitError,
+  failsAlone: windowFailsAlone,
   async abandonUnit(run, { window, entry }, loader, why) {
     // The window's running mark may still wait in the loader: it goes first, so that what is
     // written below is the window's last word. A loader failure is kept by the loader: the run's
@@ -133,13 +132,18 @@ export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
       ]);
       return;
     }
-    await recordWindowFailure(run, key, window, why.error, this.failsAlone?.(why.error) === true);
+    await recordWindowFailure(run, key, window, why.error, windowFailsAlone(why.error));
   },
   preview: (database: Database, accountId, settings, now, mode: RunMode) =>
     mode.kind === 'backfill'
       ? previewTrunkCallBackfill(database, accountId, mode.window, settings, now)
       : previewTrunkCallSync(database, accountId, settings, now),
 };
+
+/** A window the service describes impossibly fails alone, with its numbers; the next is read. */
+function windowFailsAlone(error: unknown): boolean {
+  return error instanceof WindowIncompleteError || error instanceof PageLimitError;
+}
 
 /** An incremental run's windows: re-check days due, then the lookback to now minus the settle lag. */
 async function planIncrementalUnits(run: RunContext): Promise<UnitPlan<WindowUnit>> {

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { findLookupOutcomes } from '../db/repositories/lookup-outcomes-repository.js';
-import { enqueueLookups, type LookupQueue } from '../db/repositories/lookup-queue-repository.js';
+import { enqueueLookups } from '../db/repositories/lookup-queue-repository.js';
 import type { StreamName } from '../domain/streams.js';
+import { streamDefinition } from '../sync/stream-registry.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { formatRunLine, runJson } from './run-report.js';
@@ -12,14 +13,11 @@ interface LookupOptions {
   json?: boolean;
 }
 
-/** What each lookup queues and which streams then run. */
+/** The stream each lookup subcommand fills the queue of, and what its arguments are. */
 const LOOKUPS = {
-  messages: { queue: 'message_refs', streams: ['messages', 'powerpacks'], noun: 'message UUID' },
-  streams: { queue: 'call_stream_refs', streams: ['call_streams'], noun: 'call UUID' },
-} as const satisfies Record<
-  string,
-  { queue: LookupQueue; streams: readonly StreamName[]; noun: string }
->;
+  messages: { stream: 'messages', noun: 'message UUID' },
+  streams: { stream: 'call_streams', noun: 'call UUID' },
+} as const satisfies Record<string, { stream: StreamName; noun: string }>;
 
 export function registerLookupCommand(program: Command, context: CommandContext): void {
   const lookup = program
@@ -69,7 +67,15 @@ async function runLookup(
   uuids: readonly string[],
   options: LookupOptions,
 ): Promise<ExitCode> {
-  const lookup = LOOKUPS[kind];
+  const { noun } = LOOKUPS[kind];
+  const definition = streamDefinition(LOOKUPS[kind].stream);
+  if (definition.state.kind !== 'queue') throw new Error(`${definition.name} has no lookup queue`);
+  const lookup = {
+    noun,
+    queue: definition.state.queue,
+    // The stream, then the ones its rows queue keys for.
+    streams: [definition.name, ...(definition.feeds ?? [])],
+  };
   const invalid = uuids.filter((uuid) => !isUuid(uuid));
   if (invalid.length > 0) {
     throw new UsageError(

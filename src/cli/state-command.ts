@@ -9,7 +9,6 @@ import {
   forgetAccount,
   previewForgetAccount,
   resetStreamState,
-  STREAM_STATE_KIND,
   type StateResetOutcome,
   type StreamState,
 } from '../sync/stream-state.js';
@@ -18,6 +17,7 @@ import { findVerificationSummaries } from '../db/repositories/day-verifications-
 import { retrievableSinceDay } from '../domain/verify-days.js';
 import { formatVerificationLine, verificationJson } from './verify-command.js';
 import { readPendingBackfills } from '../sync/pending-backfills.js';
+import { streamDefinition } from '../sync/stream-registry.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { INSTANT_FORMS, parseUserInstant } from './user-input.js';
@@ -177,7 +177,8 @@ async function runStateShow(
     const streams = stream === undefined ? STREAM_NAMES : [stream];
     const states: StreamState[] = [];
     for (const accountId of accounts) {
-      for (const name of streams) states.push(await findStreamState(database, accountId, name));
+      for (const name of streams)
+        states.push(await findStreamState(database, accountId, streamDefinition(name)));
     }
     const verifications = streams.includes('trunk_calls')
       ? await findVerificationSummaries(
@@ -275,7 +276,8 @@ async function runStateReset(
   options: { account?: string; from?: string; yes?: boolean },
 ): Promise<ExitCode> {
   const from = options.from === undefined ? undefined : parseUserInstant(options.from, '--from');
-  const kind = STREAM_STATE_KIND[stream].kind;
+  const definition = streamDefinition(stream);
+  const kind = definition.state.kind;
   if (from !== undefined && kind === 'snapshot') {
     throw new UsageError(
       `${stream} is a full snapshot: it has no point to re-read from; drop --from (the next sync reads it all)`,
@@ -308,7 +310,11 @@ async function runStateReset(
     }
     for (const accountId of accounts) {
       try {
-        const outcome = await resetStreamState(database, { accountId, stream, from });
+        const outcome = await resetStreamState(database, {
+          accountId,
+          stream: definition,
+          from,
+        });
         context.io.out(formatResetOutcome(outcome));
       } catch (error) {
         if (!(error instanceof LockBusyError)) throw error;
@@ -322,9 +328,9 @@ async function runStateReset(
 
 function formatResetOutcome(outcome: StateResetOutcome): string {
   const parts = [`watermark ${outcome.watermarkBefore ?? '—'} → ${outcome.watermarkAfter ?? '—'}`];
-  if (STREAM_STATE_KIND[outcome.stream].kind === 'windows')
+  if (outcome.kind === 'windows')
     parts.push(`${plural(outcome.windowsReopened, 'window')} to read again`);
-  if (STREAM_STATE_KIND[outcome.stream].kind === 'queue')
+  if (outcome.kind === 'queue')
     parts.push(`${plural(outcome.lookupsRequeued, 'lookup')} re-queued`);
   return `${outcome.stream} ${outcome.accountId}  reset (run ${outcome.runId}): ${parts.join(', ')}; data rows kept`;
 }

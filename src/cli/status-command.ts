@@ -15,7 +15,8 @@ import {
 } from '../db/repositories/status-repository.js';
 import { runAgeSeconds, watermarkLagSeconds, wholeSeconds } from '../domain/freshness.js';
 import { heldByDatabaseMs } from '../domain/load-wait.js';
-import { STREAM_NAMES } from '../domain/streams.js';
+import { STREAMS } from '../sync/stream-registry.js';
+import { statusSource } from '../sync/stream-state.js';
 import { retrievableSinceDay } from '../domain/verify-days.js';
 import { findVerificationSummaries } from '../db/repositories/day-verifications-repository.js';
 import { formatVerificationLine, verificationJson } from './verify-command.js';
@@ -55,8 +56,10 @@ async function runStatus(context: CommandContext, json: boolean): Promise<ExitCo
     ].sort();
     const statuses: StreamStatus[] = [];
     for (const accountId of accounts) {
-      for (const stream of STREAM_NAMES)
-        statuses.push(await findStreamStatus(database.db, database.schema, accountId, stream));
+      for (const stream of STREAMS)
+        statuses.push(
+          await findStreamStatus(database.db, database.schema, accountId, statusSource(stream)),
+        );
     }
     // The database's clock: runs are timed by it (sync_runs), whichever machine ran them.
     const now = await pingDatabase(database);

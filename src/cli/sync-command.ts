@@ -1,14 +1,9 @@
 import type { Command } from 'commander';
-import {
-  isStreamName,
-  STREAM_DESCRIPTIONS,
-  STREAM_NAMES,
-  type StreamName,
-} from '../domain/streams.js';
+import { isStreamName, STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import type { SyncResult } from '../sync/run-stream.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
-import { previewSync } from '../sync/run-preview.js';
+import { STREAMS, streamDefinition } from '../sync/stream-registry.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
 import { formatPreview, formatRunLine, previewJson, runJson } from './run-report.js';
 import { onShutdownSignal } from './shutdown.js';
@@ -34,7 +29,7 @@ export function registerSyncCommand(program: Command, context: CommandContext): 
     )
     .addHelpText(
       'after',
-      `\nStreams:\n${STREAM_NAMES.map((name) => `  ${name.padEnd(13)}${STREAM_DESCRIPTIONS[name]}`).join('\n')}\n\n` +
+      `\nStreams:\n${STREAMS.map((stream) => `  ${stream.name.padEnd(13)}${stream.description}`).join('\n')}\n\n` +
         'Examples:\n  $ telesync sync                   # every stream\n  $ telesync sync trunk_calls       # just the call records\n  $ telesync sync messages powerpacks --json\n  $ telesync sync trunk_calls --dry-run',
     )
     .action(async (streams: string[], options: SyncOptions) => {
@@ -72,7 +67,13 @@ async function previewRuns(
       );
     for (const account of accounts) {
       for (const stream of streams) {
-        const preview = await previewSync(database, account.authId, stream, app.config.sync, now);
+        const preview = await streamDefinition(stream).preview(
+          database,
+          account.authId,
+          app.config.sync,
+          now,
+          { kind: 'sync' },
+        );
         context.io.out(
           options.json === true
             ? JSON.stringify(previewJson(preview, maxRps))

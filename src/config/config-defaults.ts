@@ -1,5 +1,6 @@
 import type { StreamName } from '../domain/streams.js';
 import { DEFAULT_STREAM_CALLBACK_PATH } from '../http/http-settings.js';
+import { STREAMS } from '../sync/stream-registry.js';
 import type { LogLevel } from '../util/logger.js';
 
 /** Defaults of every setting, one place (the help texts quote them). */
@@ -45,14 +46,10 @@ export const CONFIG_DEFAULTS = {
   horizonAlarmDays: 7,
   /** Daily, once the night's syncs and the deep re-check of yesterday are done. */
   verifyCron: '0 6 * * *',
-  crons: {
-    trunk_calls: '*/15 * * * *',
-    endpoints: '0 * * * *',
-    caller_ids: '0 * * * *',
-    messages: '*/5 * * * *',
-    powerpacks: '*/5 * * * *',
-    call_streams: '*/5 * * * *',
-  } satisfies Record<StreamName, string>,
+  // Each stream's definition declares its default schedule; the registry lists every StreamName.
+  crons: Object.fromEntries(
+    STREAMS.map((stream) => [stream.name, stream.defaultSchedule]),
+  ) as Readonly<Record<StreamName, string>>,
 } as const;
 
 /** The environment variable of each stream's cron expression. */

@@ -1,4 +1,8 @@
-/** The streams telesync syncs, by the names the command line and sync_runs use. */
+/**
+ * The streams telesync syncs, by the names the command line and sync_runs use: the plain list the
+ * inner layers (jobs, config) need. Each stream's definition is in src/sync/streams/ and the
+ * registry (src/sync/stream-registry.ts) lists them in this order.
+ */
 export const STREAM_NAMES = [
   'trunk_calls',
   'endpoints',
@@ -13,13 +17,3 @@ export type StreamName = (typeof STREAM_NAMES)[number];
 export function isStreamName(name: string): name is StreamName {
   return (STREAM_NAMES as readonly string[]).includes(name);
 }
-
-/** What each stream holds, for --help and status. */
-export const STREAM_DESCRIPTIONS: Readonly<Record<StreamName, string>> = {
-  trunk_calls: 'completed trunk call records, by end_time window (incremental)',
-  endpoints: 'SIP endpoints (full snapshot)',
-  caller_ids: 'verified caller IDs (full snapshot)',
-  messages: 'message detail records queued in message_refs',
-  powerpacks: 'sender packs referenced by stored messages',
-  call_streams: 'audio-stream records of the calls queued in call_stream_refs',
-};

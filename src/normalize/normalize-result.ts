@@ -29,16 +29,7 @@ export interface Rejection {
   readonly recordKey?: string;
 }
 
-/** A record that did not fit, as the quarantine (rejected_records) keeps it. */
-export interface RejectedRecord {
-  readonly accountId: string;
-  readonly stream: NormalizedStream;
-  readonly reason: string;
-  /** The record's identifier when it could be read. */
-  readonly recordKey: string | undefined;
-  /** The record's bytes exactly as received. */
-  readonly bytes: Uint8Array;
-}
+export type { RejectedRecord } from '../domain/rejected-record.js';
 
 /** A record that fits: its row and its identifier. */
 export interface Normalized<Row> {

@@ -1,5 +1,7 @@
 import { SCHEDULE_OFF } from './schedule-settings.js';
-import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
+import type { StreamName } from '../domain/streams.js';
+import type { StreamDefinition } from '../sync/stream-definition.js';
+import { STREAMS } from '../sync/stream-registry.js';
 
 /** A stream the scheduler runs, and when. */
 export interface ScheduledStream {
@@ -9,18 +11,24 @@ export interface ScheduledStream {
 }
 
 export interface SchedulePlan {
-  /** In STREAM_NAMES order: the order `--once` runs them, so lookups see what earlier streams stored. */
+  /** In the registry's order: the order `--once` runs them, so lookups see what earlier streams stored. */
   readonly scheduled: readonly ScheduledStream[];
   /** Streams set to "off". */
   readonly off: readonly StreamName[];
 }
 
-/** Which streams to schedule: every stream whose cron is not "off". */
-export function planSchedule(crons: Readonly<Record<StreamName, string>>): SchedulePlan {
+/**
+ * Which of `streams` (default: the registry) to schedule: every stream whose cron (`crons`, the
+ * configured ones; else its definition's default) is not "off".
+ */
+export function planSchedule(
+  crons: Readonly<Partial<Record<string, string>>>,
+  streams: readonly StreamDefinition[] = STREAMS,
+): SchedulePlan {
   const scheduled: ScheduledStream[] = [];
   const off: StreamName[] = [];
-  for (const stream of STREAM_NAMES) {
-    const cron = crons[stream].trim();
+  for (const { name: stream, defaultSchedule } of streams) {
+    const cron = (crons[stream] ?? defaultSchedule).trim();
     if (cron === SCHEDULE_OFF) off.push(stream);
     else scheduled.push({ stream, cron });
   }

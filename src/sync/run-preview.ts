@@ -1,13 +1,11 @@
 import type { Database } from '../db/connect.js';
-import { countLookupsByStatus } from '../db/repositories/lookup-queue-repository.js';
 import { findLedgerEntries } from '../db/repositories/sync-windows-repository.js';
 import { findSyncState } from '../db/repositories/sync-state-repository.js';
 import type { LedgerEntry } from '../domain/ledger-entry.js';
 import type { StreamName } from '../domain/streams.js';
 import type { EpochMicros } from '../util/micros.js';
 import { findResumedBackfill, readPendingBackfills } from './pending-backfills.js';
-import { STREAM_STATE_KIND } from './stream-state.js';
-import { findIncrementalWindows } from './streams/trunk-calls.js';
+import { findIncrementalWindows } from './trunk-call-plan.js';
 import type { SyncSettings } from './sync-settings.js';
 import { decideBackfill, decideIncremental, type WindowAction } from './window-actions.js';
 import {
@@ -76,7 +74,8 @@ export function planWindowPreview(
   return { start: window.start, end: window.end, action: action.kind, why, knownCount, requests };
 }
 
-function summed(
+/** `preview` with its requests summed; `extraUnknown`: parts whose cost only the service knows. */
+export function summedPreview(
   preview: Omit<RunPreview, 'requestsKnown' | 'unknownParts'>,
   extraUnknown = 0,
 ): RunPreview {
@@ -86,58 +85,34 @@ function summed(
   return { ...preview, requestsKnown: requestsKnown + (preview.lookupsDue ?? 0), unknownParts };
 }
 
-/** What `sync` would do for `stream` of `accountId` at `now`. Reads only. */
-export async function previewSync(
+/** What an incremental trunk-call run (`sync`) would do for `accountId` at `now`. Reads only. */
+export async function previewTrunkCallSync(
   database: Database,
   accountId: string,
-  stream: StreamName,
   settings: SyncSettings,
   now: EpochMicros,
 ): Promise<RunPreview> {
-  const kind = STREAM_STATE_KIND[stream];
-  if (stream === 'trunk_calls') {
-    const { plan, ledger, deepRecheck, windows } = await findIncrementalWindows(
-      database.db,
-      accountId,
-      settings,
-      now,
-    );
-    return summed({
-      accountId,
-      stream,
-      mode: 'sync',
-      range: plan.from < plan.to ? { start: plan.from, end: plan.to } : undefined,
-      windows: windows.map((window) => {
-        const entry = ledger.get(window.slotStart);
-        return planWindowPreview(window, decideIncremental(window, entry, deepRecheck), entry);
-      }),
-      lookupsDue: null,
-    });
-  }
-  if (kind.kind === 'queue') {
-    const counts = await countLookupsByStatus(database.db, kind.queue, accountId);
-    // Sender packs referenced by new messages, and stale ones, are queued by the run itself.
-    return summed(
-      {
-        accountId,
-        stream,
-        mode: 'sync',
-        range: undefined,
-        windows: [],
-        lookupsDue: counts.pending ?? 0,
-      },
-      stream === 'powerpacks' ? 1 : 0,
-    );
-  }
-  // A snapshot's size is known only to the service.
-  return summed(
-    { accountId, stream, mode: 'sync', range: undefined, windows: [], lookupsDue: null },
-    1,
+  const { plan, ledger, deepRecheck, windows } = await findIncrementalWindows(
+    database.db,
+    accountId,
+    settings,
+    now,
   );
+  return summedPreview({
+    accountId,
+    stream: 'trunk_calls',
+    mode: 'sync',
+    range: plan.from < plan.to ? { start: plan.from, end: plan.to } : undefined,
+    windows: windows.map((window) => {
+      const entry = ledger.get(window.slotStart);
+      return planWindowPreview(window, decideIncremental(window, entry, deepRecheck), entry);
+    }),
+    lookupsDue: null,
+  });
 }
 
 /** What `backfill` of `requested` would do for `accountId` at `now`. Reads only. */
-export async function previewBackfill(
+export async function previewTrunkCallBackfill(
   database: Database,
   accountId: string,
   requested: TimeWindow,
@@ -148,7 +123,13 @@ export async function previewBackfill(
   const plan = planBackfill(now, requested, planner);
   const base = { accountId, stream: 'trunk_calls' as const, mode: 'backfill' as const };
   if (plan.covered === undefined) {
-    return summed({ ...base, range: undefined, windows: [], lookupsDue: null, backfill: plan });
+    return summedPreview({
+      ...base,
+      range: undefined,
+      windows: [],
+      lookupsDue: null,
+      backfill: plan,
+    });
   }
   const state = await findSyncState(database.db, accountId, 'trunk_calls');
   // Resuming an unfinished backfill of the same range skips what it read; a new one reads every window.
@@ -161,7 +142,7 @@ export async function previewBackfill(
     slotStart(plan.covered.start, planner.sliceMicros),
     plan.covered.end,
   );
-  return summed({
+  return summedPreview({
     ...base,
     range: plan.covered,
     windows: plan.windows.map((window) => {
@@ -172,3 +153,6 @@ export async function previewBackfill(
     backfill: plan,
   });
 }
+
+/** previewTrunkCallBackfill, under the name `backfill --dry-run` calls it by. */
+export const previewBackfill = previewTrunkCallBackfill;

@@ -21,9 +21,9 @@ import type { Logger } from '../util/logger.js';
 import { epochMicrosFromMillis, formatIsoMicros, type EpochMicros } from '../util/micros.js';
 import { redactSecrets } from '../util/redact.js';
 import { RunStats, type RunContext } from './run-context.js';
-import { syncCallStreams, syncMessages, syncPowerpacks } from './streams/lookups.js';
-import { syncCallerIds, syncEndpoints } from './streams/snapshots.js';
-import { backfillTrunkCalls, syncTrunkCalls } from './streams/trunk-calls.js';
+import { runUnits } from './run-units.js';
+import type { StreamDefinition } from './stream-definition.js';
+import { findStream, STREAMS } from './stream-registry.js';
 import type { StreamName } from '../domain/streams.js';
 import type { BackfillPlan, TimeWindow } from './window-planner.js';
 
@@ -42,6 +42,8 @@ export interface SyncDependencies {
   /** Texts to remove from anything stored or printed (tokens, passwords). */
   readonly secrets: readonly string[];
   readonly clock?: () => EpochMicros;
+  /** The streams a run may name (default: STREAMS, the registry). */
+  readonly streams?: readonly StreamDefinition[];
 }
 
 export interface RunRequest {
@@ -84,16 +86,6 @@ export interface SyncResult {
 }
 
 const PROGRESS_INTERVAL_MS = 3_000;
-
-/** The run of each stream (a backfill is the trunk-call stream's other mode). */
-const STREAM_RUNS: Readonly<Record<StreamName, (context: RunContext) => Promise<void>>> = {
-  trunk_calls: syncTrunkCalls,
-  endpoints: syncEndpoints,
-  caller_ids: syncCallerIds,
-  messages: syncMessages,
-  powerpacks: syncPowerpacks,
-  call_streams: syncCallStreams,
-};
 
 /**
  * One run: one account × one stream. Takes the stream's lock for the account (a second process
@@ -140,6 +132,9 @@ export async function runStream(
     }).catch(() => undefined);
     return result('skipped', runId, message, undefined, credentialsRefused);
   };
+
+  const definition = findStream(deps.streams ?? STREAMS, request.stream);
+  if (definition === undefined) return result('failed', undefined, `no stream ${request.stream}`);
 
   if (request.credentialsRefusedIn !== undefined) {
     const message =
@@ -202,13 +197,13 @@ export async function runStream(
         let error: string | undefined;
         let credentialsRefused = false;
         try {
-          if (request.backfill !== undefined) {
-            if (request.stream !== 'trunk_calls')
-              throw new Error(`only trunk_calls can be backfilled, not ${request.stream}`);
-            backfill = await backfillTrunkCalls(context, { window: request.backfill });
-          } else {
-            await STREAM_RUNS[request.stream](context);
-          }
+          backfill = await runUnits(
+            context,
+            definition,
+            request.backfill === undefined
+              ? { kind: 'sync' }
+              : { kind: 'backfill', window: request.backfill },
+          );
           if (lockLost.aborted) error = describeError(lockLost.reason);
           else if (stats.failures.length > 0) error = stats.failures.join('; ');
           else if (stats.recordsFetched !== stats.recordsUpserted + stats.recordsRejected) {

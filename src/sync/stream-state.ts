@@ -1,10 +1,7 @@
 import { hostname } from 'node:os';
 import { LockBusyError, withAdvisoryLock } from '../db/advisory-lock.js';
 import type { Database } from '../db/connect.js';
-import {
-  countLookupsByStatus,
-  type LookupQueue,
-} from '../db/repositories/lookup-queue-repository.js';
+import { countLookupsByStatus } from '../db/repositories/lookup-queue-repository.js';
 import {
   findLedgerSummary,
   reopenWindows,
@@ -21,28 +18,15 @@ import {
 } from '../db/repositories/account-forget-repository.js';
 import { finishRun, insertRun } from '../db/repositories/sync-runs-repository.js';
 import { findSyncState } from '../db/repositories/sync-state-repository.js';
+import type { StatusSource } from '../db/repositories/status-repository.js';
 import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
+import type { StreamDefinition, StreamStateKind } from './stream-definition.js';
 
 /**
  * The state of each stream (what `telesync state show` prints) and its reset (`state reset`):
  * where the next run starts reading, and how to make it read again from a point.
  */
-
-/** How each stream keeps its state: a time ledger, a snapshot watermark, or a lookup queue. */
-export const STREAM_STATE_KIND: Readonly<
-  Record<
-    StreamName,
-    { kind: 'windows' } | { kind: 'snapshot' } | { kind: 'queue'; queue: LookupQueue }
-  >
-> = {
-  trunk_calls: { kind: 'windows' },
-  endpoints: { kind: 'snapshot' },
-  caller_ids: { kind: 'snapshot' },
-  messages: { kind: 'queue', queue: 'message_refs' },
-  powerpacks: { kind: 'queue', queue: 'powerpack_refs' },
-  call_streams: { kind: 'queue', queue: 'call_stream_refs' },
-};
 
 /** The lookup queue of a stream by status. */
 export interface QueueSummary {
@@ -56,6 +40,8 @@ export interface QueueSummary {
 export interface StreamState {
   readonly accountId: string;
   readonly stream: StreamName;
+  /** How the stream keeps its state. */
+  readonly kind: StreamStateKind['kind'];
   readonly watermark: string | null;
   /** Stream-specific state, such as an unfinished backfill. */
   readonly cursor: Readonly<Record<string, unknown>>;
@@ -65,13 +51,24 @@ export interface StreamState {
   readonly lookups: QueueSummary | null;
 }
 
-/** Reads the state of `stream` for `accountId`; reads only. */
+/** Where `status` finds what it counts of `stream`. */
+export function statusSource(stream: StreamDefinition): StatusSource {
+  return {
+    stream: stream.name,
+    table: stream.table.table,
+    snapshot: stream.table.snapshot,
+    queue: stream.state.kind === 'queue' ? stream.state.queue : null,
+    ledger: stream.state.kind === 'windows',
+  };
+}
+
+/** Reads the state of `definition` for `accountId`; reads only. */
 export async function findStreamState(
   database: Database,
   accountId: string,
-  stream: StreamName,
+  definition: StreamDefinition,
 ): Promise<StreamState> {
-  const kind = STREAM_STATE_KIND[stream];
+  const { name: stream, state: kind } = definition;
   const state = await findSyncState(database.db, accountId, stream);
   const windows =
     kind.kind === 'windows' ? await findLedgerSummary(database.db, { accountId, stream }) : null;
@@ -88,6 +85,7 @@ export async function findStreamState(
   return {
     accountId,
     stream,
+    kind: kind.kind,
     watermark: state.watermark ?? null,
     cursor: state.cursor,
     windows,
@@ -97,7 +95,7 @@ export async function findStreamState(
 
 export interface StateResetRequest {
   readonly accountId: string;
-  readonly stream: StreamName;
+  readonly stream: StreamDefinition;
   /** Re-read from here; undefined re-reads everything the stream can. */
   readonly from: EpochMicros | undefined;
 }
@@ -106,6 +104,8 @@ export interface StateResetRequest {
 export interface StateResetOutcome {
   readonly accountId: string;
   readonly stream: StreamName;
+  /** How the stream keeps its state. */
+  readonly kind: StreamStateKind['kind'];
   /** The sync_runs row that records the reset. */
   readonly runId: number;
   readonly watermarkBefore: string | null;
@@ -125,8 +125,8 @@ export async function resetStreamState(
   database: Database,
   request: StateResetRequest,
 ): Promise<StateResetOutcome> {
-  const { accountId, stream } = request;
-  const kind = STREAM_STATE_KIND[stream];
+  const { accountId } = request;
+  const { name: stream, state: kind } = request.stream;
   const from = request.from === undefined ? null : formatIsoMicros(request.from);
   try {
     return await withAdvisoryLock(database, `${accountId}:${stream}`, { waitMs: 0 }, async () => {
@@ -174,7 +174,7 @@ export async function resetStreamState(
         gapStart: null,
         gapEnd: null,
       });
-      return { accountId, stream, runId, ...changed };
+      return { accountId, stream, kind: kind.kind, runId, ...changed };
     });
   } catch (error) {
     if (error instanceof LockBusyError) {

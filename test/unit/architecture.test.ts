@@ -34,7 +34,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   util: ['domain'],
   api: ['domain', 'util'],
   normalize: ['domain', 'util', 'api'],
-  db: ['domain', 'util', 'normalize'],
+  db: ['domain', 'util'],
   load: ['domain', 'util', 'db', 'normalize'],
   sync: ['domain', 'util', 'api', 'normalize', 'db', 'load'],
   jobs: ['domain', 'util', 'api', 'db', 'sync'],

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { RejectedRecord } from '../../normalize/normalize-result.js';
+import type { RejectedRecord } from '../../domain/rejected-record.js';
 import { payloadDigest } from '../../util/payload-digest.js';
 import type { Tables } from '../schema.js';
 

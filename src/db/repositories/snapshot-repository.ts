@@ -7,10 +7,17 @@ import type { Tables } from '../schema.js';
  */
 export type SnapshotTable = 'sip_endpoints' | 'verified_caller_ids';
 
-const KEY_COLUMN = {
-  sip_endpoints: 'endpoint_id',
-  verified_caller_ids: 'phone_number',
-} as const satisfies Record<SnapshotTable, string>;
+/** A snapshot table and the column that identifies a record in it (the last of its key). */
+export interface SnapshotTableKey {
+  readonly table: SnapshotTable;
+  readonly key: readonly string[];
+}
+
+function keyColumn(spec: SnapshotTableKey): string {
+  const column = spec.key[spec.key.length - 1];
+  if (column === undefined) throw new Error(`${spec.table} has no key`);
+  return column;
+}
 
 /** What a snapshot taken at `seenAt` did not contain, among an account's rows not yet deleted. */
 export interface SnapshotMisses {
@@ -28,12 +35,13 @@ export interface SnapshotMisses {
 export async function countSnapshotMisses(
   trx: Kysely<Tables>,
   schema: string,
-  table: SnapshotTable,
+  spec: SnapshotTableKey,
   accountId: string,
   seenAt: string,
   rejectedKeys: readonly string[],
 ): Promise<SnapshotMisses> {
-  const key = sql.ref(KEY_COLUMN[table]);
+  const { table } = spec;
+  const key = sql.ref(keyColumn(spec));
   const result = await sql<{ n: number; active: number }>`
     SELECT count(*) FILTER (WHERE last_seen_at < ${seenAt}::timestamptz
                               AND NOT (${key} = ANY(${rejectedKeys}::text[]))) AS n,
@@ -52,12 +60,13 @@ export async function countSnapshotMisses(
 export async function markSnapshotMissesDeleted(
   trx: Kysely<Tables>,
   schema: string,
-  table: SnapshotTable,
+  spec: SnapshotTableKey,
   accountId: string,
   seenAt: string,
   rejectedKeys: readonly string[],
 ): Promise<void> {
-  const key = sql.ref(KEY_COLUMN[table]);
+  const { table } = spec;
+  const key = sql.ref(keyColumn(spec));
   await sql`
     UPDATE ${sql.id(schema, table)} SET deleted_at = ${seenAt}::timestamptz
      WHERE account_id = ${accountId} AND deleted_at IS NULL

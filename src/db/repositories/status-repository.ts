@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { LookupStatus, RunStatus, Tables } from '../schema.js';
+import type { LookupQueue } from './lookup-queue-repository.js';
 
 /** What `telesync status` shows of one account × stream. */
 export interface StreamStatus {
@@ -34,14 +35,18 @@ export interface StreamStatus {
   gap: { start: string; end: string } | null;
 }
 
-const STREAM_TABLES = {
-  trunk_calls: { table: 'trunk_calls', snapshot: false, queue: null },
-  endpoints: { table: 'sip_endpoints', snapshot: true, queue: null },
-  caller_ids: { table: 'verified_caller_ids', snapshot: true, queue: null },
-  messages: { table: 'messages', snapshot: false, queue: 'message_refs' },
-  powerpacks: { table: 'powerpacks', snapshot: false, queue: 'powerpack_refs' },
-  call_streams: { table: 'call_streams', snapshot: false, queue: 'call_stream_refs' },
-} as const;
+/** Where one stream keeps what `status` counts (its definition says; see statusSource). */
+export interface StatusSource {
+  readonly stream: string;
+  /** Its data table. */
+  readonly table: string;
+  /** A snapshot table: rows marked deleted are counted apart. */
+  readonly snapshot: boolean;
+  /** Its lookup queue, if it has one. */
+  readonly queue: LookupQueue | null;
+  /** It keeps a window ledger (sync_windows) and may record gaps. */
+  readonly ledger: boolean;
+}
 
 /** Accounts the database knows of (from runs, state and data). */
 export async function findKnownAccounts(db: Kysely<Tables>): Promise<string[]> {
@@ -59,9 +64,9 @@ export async function findStreamStatus(
   db: Kysely<Tables>,
   schema: string,
   accountId: string,
-  stream: keyof typeof STREAM_TABLES,
+  spec: StatusSource,
 ): Promise<StreamStatus> {
-  const spec = STREAM_TABLES[stream];
+  const { stream } = spec;
   const state = await db
     .selectFrom('sync_state')
     .select('watermark')
@@ -106,7 +111,7 @@ export async function findStreamStatus(
   }
   let windows: StreamStatus['windows'] = null;
   let gap: StreamStatus['gap'] = null;
-  if (stream === 'trunk_calls') {
+  if (spec.ledger) {
     const rows = await db
       .selectFrom('sync_windows')
       .select(['status', sql<number>`count(*)`.as('n')])

@@ -154,10 +154,66 @@ export async function completeWindow(
   `.execute(trx);
 }
 
-/** What a run did to a window, in the order it did it: began reading it, or completed it. */
+/**
+ * What a run did to a window, in the order it did it: planned it, began reading it, completed it,
+ * failed it (`error`), or, stopped half-way, put back the status it had before (`status`).
+ */
 export type WindowChange =
+  | { readonly kind: 'planned'; readonly window: SlotWindow }
+  | ReadChange
+  | {
+      readonly kind: 'failed';
+      readonly slotStart: EpochMicros;
+      readonly error: string;
+      readonly runId: number;
+    }
+  | {
+      readonly kind: 'restored';
+      readonly slotStart: EpochMicros;
+      readonly status: LedgerStatus;
+      readonly runId: number;
+    };
+
+/** The changes of reading a window, folded into one statement for the windows of a transaction. */
+type ReadChange =
   | { readonly kind: 'running'; readonly window: SlotWindow; readonly runId: number }
   | { readonly kind: 'complete'; readonly completion: WindowCompletion };
+
+/**
+ * The one way a run writes the window ledger: applies `changes` (of one account and stream) in
+ * order, in the caller's transaction or on `db`. Running marks and completions that follow each
+ * other go in one statement (see recordReadChanges); planned windows in chunks.
+ */
+export async function recordWindowChanges(
+  trx: Kysely<Tables>,
+  schema: string,
+  key: LedgerKey,
+  changes: readonly WindowChange[],
+): Promise<void> {
+  for (let index = 0; index < changes.length;) {
+    const change = changes[index]!;
+    if (change.kind === 'running' || change.kind === 'complete') {
+      const reads: ReadChange[] = [];
+      for (let next = changes[index]; next?.kind === 'running' || next?.kind === 'complete';) {
+        reads.push(next);
+        next = changes[++index];
+      }
+      await recordReadChanges(trx, schema, key, reads);
+      continue;
+    }
+    if (change.kind === 'planned') {
+      const windows: SlotWindow[] = [];
+      for (let next = changes[index]; next?.kind === 'planned'; next = changes[++index])
+        windows.push(next.window);
+      await insertPlannedWindows(trx, key, windows);
+      continue;
+    }
+    if (change.kind === 'failed')
+      await failWindow(trx, key, change.slotStart, change.error, change.runId);
+    else await restoreWindowStatus(trx, key, change.slotStart, change.status, change.runId);
+    index++;
+  }
+}
 
 /** The changes to one slot, folded: attempts begun, and the last completion if any. */
 interface FoldedChange {
@@ -175,11 +231,11 @@ interface FoldedChange {
  * database spends its time on. A slot with no row yet (every run inserts its planned windows
  * first, so only in a race with a reset) gets its row from those two functions.
  */
-export async function recordWindowChanges(
+async function recordReadChanges(
   trx: Kysely<Tables>,
   schema: string,
   key: LedgerKey,
-  changes: readonly WindowChange[],
+  changes: readonly ReadChange[],
 ): Promise<void> {
   const folded = new Map<EpochMicros, FoldedChange>();
   for (const change of changes) {
@@ -251,7 +307,7 @@ export async function recordWindowChanges(
   );
 }
 
-function slotOf(change: WindowChange): EpochMicros {
+function slotOf(change: ReadChange): EpochMicros {
   return change.kind === 'running' ? change.window.slotStart : change.completion.slotStart;
 }
 
@@ -260,7 +316,7 @@ async function applyOneByOne(
   trx: Kysely<Tables>,
   schema: string,
   key: LedgerKey,
-  changes: readonly WindowChange[],
+  changes: readonly ReadChange[],
 ): Promise<void> {
   for (const change of changes) {
     if (change.kind === 'running')

@@ -7,44 +7,51 @@ import {
 } from '../../api/telephony-client.js';
 import type { LoadRow } from '../../db/data-loader.js';
 import {
+  countLookupsByStatus,
   findDueLookups,
   recordLookupOutcomes,
   type DueLookup,
   type LookupOutcome,
   type LookupQueue,
 } from '../../db/repositories/lookup-queue-repository.js';
-import {
-  queueReferencedPowerpacks,
-  requeueStalePowerpacks,
-} from '../../db/repositories/powerpack-refs-repository.js';
-import { CALL_STREAMS, MESSAGES, POWERPACKS, type DataTableSpec } from '../../db/table-specs.js';
-import { BatchLoader, ONE_TRANSACTION_PER_UNIT } from '../../load/batch-loader.js';
-import { normalizeCallStream } from '../../normalize/normalize-call-stream.js';
-import { normalizeMessage } from '../../normalize/normalize-message.js';
-import { normalizePowerpack } from '../../normalize/normalize-powerpack.js';
+import type { DataTableSpec } from '../../db/table-specs.js';
+import type { StreamName } from '../../domain/streams.js';
+import { ONE_TRANSACTION_PER_UNIT, type BatchLoader } from '../../load/batch-loader.js';
 import type { Normalizer } from '../../normalize/normalize-records.js';
 import { describeError } from '../../util/coerce-error.js';
-import { isStopped } from '../../util/stopped-error.js';
-import { forEachConcurrently } from '../../util/for-each-concurrently.js';
+import { isStopped, StoppedError } from '../../util/stopped-error.js';
 import { formatIsoMicros, MICROS_PER_HOUR, MICROS_PER_MINUTE } from '../../util/micros.js';
 import { receiveRecords } from '../receive-records.js';
 import { pagingOptions, type RunContext } from '../run-context.js';
+import { summedPreview } from '../run-preview.js';
+import { requireSyncMode, type StreamDefinition } from '../stream-definition.js';
 
-/**
- * The lookup streams (messages, powerpacks, call_streams): records fetched by key from a queue
- * table. Plan: the due entries of the queue, in rounds → fetch each entry's records (several
- * entries at once) → normalise → load, one transaction per round whose commit hook records each
- * entry's outcome in the queue.
- */
-interface LookupStream {
+/** What a lookup stream declares; lookupStream makes the rest of its definition. */
+export interface LookupStreamSpec {
+  readonly name: StreamName;
+  readonly description: string;
+  readonly table: DataTableSpec;
+  readonly defaultSchedule: string;
   readonly queue: LookupQueue;
-  readonly spec: DataTableSpec;
+  /** Lookup streams whose queue its rows fill (StreamDefinition.feeds). */
+  readonly feeds?: readonly StreamName[];
+  /** What one queued key names, in messages. */
   readonly noun: string;
   /** Every record of one queued key. A 404 throws (see isNotFound). */
-  fetch(context: RunContext, key: string, options: PagingOptions): Promise<ReceivedRecord[]>;
+  fetch(run: RunContext, key: string, options: PagingOptions): Promise<ReceivedRecord[]>;
   readonly normalize: Normalizer<LoadRow>;
   /** Whether the rows found are worth fetching again later (a stream still running). */
   readonly recheck?: (rows: readonly LoadRow[]) => boolean;
+  /** Before the queue is read: what fills it besides users (the packs stored messages name). */
+  readonly beforePlan?: (run: RunContext) => Promise<void>;
+  /** Parts of a run only the service can cost, besides the due entries (what beforePlan adds). */
+  readonly unknownInPreview?: number;
+}
+
+/** One due entry of the queue, and where its round keeps the outcomes it commits. */
+interface LookupUnit {
+  readonly entry: DueLookup;
+  readonly outcomes: Map<string, LookupOutcome>;
 }
 
 /** Entries taken from a queue per round; each round commits in one transaction. */
@@ -55,103 +62,90 @@ const LOOKUP_RETRY_MAX_MICROS = 6 * MICROS_PER_HOUR;
 /** A call whose stream is still running is looked up again after this long (assumption A23). */
 const RUNNING_STREAM_RECHECK_MICROS = 10 * MICROS_PER_MINUTE;
 
-const MESSAGE_LOOKUP: LookupStream = {
-  queue: 'message_refs',
-  spec: MESSAGES,
-  noun: 'message',
-  fetch: async (context, key, options) => [await context.client.getMessage(key, options)],
-  normalize: normalizeMessage,
-};
-
-const POWERPACK_LOOKUP: LookupStream = {
-  queue: 'powerpack_refs',
-  spec: POWERPACKS,
-  noun: 'sender pack',
-  fetch: async (context, key, options) => [await context.client.getPowerpack(key, options)],
-  normalize: normalizePowerpack,
-};
-
-const CALL_STREAM_LOOKUP: LookupStream = {
-  queue: 'call_stream_refs',
-  spec: CALL_STREAMS,
-  noun: 'call',
-  fetch: async (context, key, options) => {
-    const records: ReceivedRecord[] = [];
-    for await (const page of context.client.iterateCallStreams(key, options))
-      records.push(...page.records);
-    return records;
-  },
-  normalize: normalizeCallStream,
-  recheck: (rows) => rows.some((row) => row.end_time === null),
-};
-
-/** Fetches every message queued in message_refs. */
-export const syncMessages = (context: RunContext): Promise<void> =>
-  runLookups(context, MESSAGE_LOOKUP);
-
-/** Fetches the stream records of every call queued in call_stream_refs. */
-export const syncCallStreams = (context: RunContext): Promise<void> =>
-  runLookups(context, CALL_STREAM_LOOKUP);
-
 /**
- * Queues the sender packs that stored messages reference and that are not queued yet, puts packs
- * fetched longer ago than the refresh age back in the queue, then fetches the queue.
+ * A lookup stream (messages, powerpacks, call_streams): records fetched by key from a queue table.
+ * Plan: the due entries of the queue, in rounds → fetch each entry's records (several entries at
+ * once) → normalise → load, one transaction per round whose commit hook records each entry's
+ * outcome in the queue. A 404 ends an entry as not_found; a failure waits longer each time and
+ * ends it as failed after TELESYNC_LOOKUP_MAX_ATTEMPTS attempts; wrong credentials or a refused
+ * request stop the run (every other entry would fail the same way).
  */
-export async function syncPowerpacks(context: RunContext): Promise<void> {
-  const { db, schema } = context.database;
-  await queueReferencedPowerpacks(db, schema, context.accountId);
-  const staleBefore = formatIsoMicros(
-    context.now() - context.settings.powerpackRefreshHours * MICROS_PER_HOUR,
-  );
-  await requeueStalePowerpacks(db, context.accountId, staleBefore);
-  await runLookups(context, POWERPACK_LOOKUP);
+export function lookupStream(spec: LookupStreamSpec): StreamDefinition<LookupUnit> {
+  return {
+    name: spec.name,
+    description: spec.description,
+    table: spec.table,
+    defaultSchedule: spec.defaultSchedule,
+    state: { kind: 'queue', queue: spec.queue },
+    ...(spec.feeds === undefined ? {} : { feeds: spec.feeds }),
+    normalize: spec.normalize,
+    batching: () => ONE_TRANSACTION_PER_UNIT,
+    async plan(run, mode) {
+      requireSyncMode(spec.name, mode);
+      await spec.beforePlan?.(run);
+      // An entry stopped while waiting to be sent has no outcome: it stays due as it was.
+      const outcomes = new Map<string, LookupOutcome>();
+      return {
+        rounds: dueRounds(run, spec.queue, outcomes),
+        concurrency: run.pageConcurrency,
+        endRound: async (loader) => {
+          await loader.commit((trx, now) =>
+            recordLookupOutcomes(
+              trx,
+              run.database.schema,
+              spec.queue,
+              run.accountId,
+              outcomes,
+              now,
+            ),
+          );
+          for (const outcome of outcomes.values())
+            if (outcome.status !== 'retry') run.stats.windowsCompleted++;
+          outcomes.clear();
+        },
+      };
+    },
+    async readUnit(run, { entry, outcomes }, loader) {
+      outcomes.set(entry.key, await lookUp(run, spec, entry, loader, pagingOptions(run)));
+    },
+    preview: async (database, accountId) => {
+      const counts = await countLookupsByStatus(database.db, spec.queue, accountId);
+      return summedPreview(
+        {
+          accountId,
+          stream: spec.name,
+          mode: 'sync',
+          range: undefined,
+          windows: [],
+          lookupsDue: counts.pending ?? 0,
+        },
+        spec.unknownInPreview ?? 0,
+      );
+    },
+  };
 }
 
 /**
- * Takes due entries off the queue in rounds, looks each up (several at once), and commits each
- * round's rows, rejects and queue outcomes in one transaction. A 404 ends an entry as not_found; a
- * failure waits longer each time and ends it as failed after TELESYNC_LOOKUP_MAX_ATTEMPTS attempts;
- * wrong credentials or a refused request stop the run (every other entry would fail the same way).
+ * The queue's due entries, a round at a time: the next round is taken once the one before has
+ * committed its outcomes.
  */
-async function runLookups(context: RunContext, lookup: LookupStream): Promise<void> {
-  const options = pagingOptions(context);
-  const loader = new BatchLoader(context, lookup.spec, ONE_TRANSACTION_PER_UNIT);
+async function* dueRounds(
+  run: RunContext,
+  queue: LookupQueue,
+  outcomes: Map<string, LookupOutcome>,
+): AsyncIterable<readonly LookupUnit[]> {
   for (;;) {
     // Stop between rounds: each round commits whole, so nothing fetched is left unstored.
-    if (context.signal?.aborted) {
-      context.stats.stopped = true;
-      return;
-    }
+    if (run.signal?.aborted === true) throw new StoppedError();
     const due = await findDueLookups(
-      context.database.db,
-      lookup.queue,
-      context.accountId,
-      formatIsoMicros(context.now()),
+      run.database.db,
+      queue,
+      run.accountId,
+      formatIsoMicros(run.now()),
       LOOKUPS_PER_ROUND,
     );
     if (due.length === 0) return;
-    context.stats.windowsPlanned += due.length;
-
-    const outcomes = new Map<string, LookupOutcome>();
-    await forEachConcurrently(due, context.pageConcurrency, async (entry) => {
-      const outcome = await lookUp(context, lookup, entry, loader, options);
-      // Stopped while waiting to be sent: the entry stays due as it was, no attempt counted.
-      if (outcome === 'stopped') context.stats.stopped = true;
-      else outcomes.set(entry.key, outcome);
-    });
-    await loader.commit((trx, now) =>
-      recordLookupOutcomes(
-        trx,
-        context.database.schema,
-        lookup.queue,
-        context.accountId,
-        outcomes,
-        now,
-      ),
-    );
-    context.stats.windowsCompleted += [...outcomes.values()].filter(
-      (outcome) => outcome.status !== 'retry',
-    ).length;
+    yield due.map((entry) => ({ entry, outcomes }));
   }
 }
 
@@ -161,16 +155,17 @@ async function runLookups(context: RunContext, lookup: LookupStream): Promise<vo
  */
 async function lookUp(
   context: RunContext,
-  lookup: LookupStream,
+  lookup: LookupStreamSpec,
   entry: DueLookup,
   loader: BatchLoader,
   options: PagingOptions,
-): Promise<LookupOutcome | 'stopped'> {
+): Promise<LookupOutcome> {
   let records: ReceivedRecord[];
   try {
     records = await lookup.fetch(context, entry.key, options);
   } catch (error) {
-    if (isStopped(error)) return 'stopped';
+    // A stop request goes to the runner: the entry gets no outcome, no attempt counted.
+    if (isStopped(error)) throw error;
     return failedLookup(context, lookup, entry, error);
   }
   const { rows, rejects } = await receiveRecords(context, records, lookup.normalize, loader);
@@ -194,7 +189,7 @@ async function lookUp(
 /** The outcome of a lookup whose fetch failed; throws what must stop the run. */
 function failedLookup(
   context: RunContext,
-  lookup: LookupStream,
+  lookup: LookupStreamSpec,
   entry: DueLookup,
   error: unknown,
 ): LookupOutcome {

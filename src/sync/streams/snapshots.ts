@@ -8,56 +8,78 @@ import {
   type SnapshotTable,
 } from '../../db/repositories/snapshot-repository.js';
 import { advanceWatermark } from '../../db/repositories/sync-state-repository.js';
-import { SIP_ENDPOINTS, VERIFIED_CALLER_IDS, type DataTableSpec } from '../../db/table-specs.js';
-import { BatchLoader, ONE_TRANSACTION_PER_UNIT } from '../../load/batch-loader.js';
+import type { DataTableSpec } from '../../db/table-specs.js';
+import type { StreamName } from '../../domain/streams.js';
+import { ONE_TRANSACTION_PER_UNIT, type BatchLoader } from '../../load/batch-loader.js';
 import type { Normalizer } from '../../normalize/normalize-records.js';
-import { normalizeSipEndpoint } from '../../normalize/normalize-sip-endpoint.js';
-import { normalizeVerifiedCallerId } from '../../normalize/normalize-verified-caller-id.js';
-import { isStopped } from '../../util/stopped-error.js';
 import { receiveRecords } from '../receive-records.js';
 import { pagingOptions, type RunContext } from '../run-context.js';
+import { summedPreview } from '../run-preview.js';
+import { oneRound, requireSyncMode, type StreamDefinition } from '../stream-definition.js';
 
-/**
- * The snapshot streams (endpoints, caller_ids): every record is read each run, so the service's
- * list is the whole truth. Plan: the whole list, one unit → fetch every page (the client follows
- * meta.next) → normalise → load, all in one transaction whose commit hook marks the rows the
- * snapshot no longer holds as deleted and moves the watermark.
- */
-interface SnapshotStream {
-  readonly stream: 'endpoints' | 'caller_ids';
-  readonly spec: DataTableSpec<SnapshotTable>;
+/** What a snapshot stream declares; snapshotStream makes the rest of its definition. */
+export interface SnapshotStreamSpec {
+  readonly name: StreamName;
+  readonly description: string;
+  readonly table: DataTableSpec<SnapshotTable>;
+  readonly defaultSchedule: string;
+  /** What its records are, in messages. */
   readonly noun: string;
-  fetch(context: RunContext, options: PagingOptions): AsyncGenerator<ReceivedList>;
+  /** Every page of the list (the client follows meta.next). */
+  fetch(run: RunContext, options: PagingOptions): AsyncIterable<ReceivedList>;
   readonly normalize: Normalizer<LoadRow>;
 }
 
-const ENDPOINTS: SnapshotStream = {
-  stream: 'endpoints',
-  spec: SIP_ENDPOINTS,
-  noun: 'SIP endpoints',
-  fetch: (context, options) => context.client.iterateEndpoints(options),
-  normalize: normalizeSipEndpoint,
-};
+/** The whole list: a snapshot stream's one unit per run. */
+type WholeList = 'whole list';
 
-const CALLER_IDS: SnapshotStream = {
-  stream: 'caller_ids',
-  spec: VERIFIED_CALLER_IDS,
-  noun: 'verified caller IDs',
-  fetch: (context, options) => context.client.iterateVerifiedCallerIds({}, options),
-  normalize: normalizeVerifiedCallerId,
-};
-
-/** Reads every SIP endpoint; marks those gone from the service deleted. */
-export const syncEndpoints = (context: RunContext): Promise<void> =>
-  syncSnapshot(context, ENDPOINTS);
-
-/** Reads every verified caller ID; marks those gone from the service deleted. */
-export const syncCallerIds = (context: RunContext): Promise<void> =>
-  syncSnapshot(context, CALLER_IDS);
+/**
+ * A snapshot stream (endpoints, caller_ids): every record is read each run, so the service's list
+ * is the whole truth. Plan: the whole list, one unit → fetch every page → normalise → load, all in
+ * one transaction whose commit hook marks the rows the snapshot no longer holds as deleted and
+ * moves the watermark (the time of the last complete snapshot).
+ */
+export function snapshotStream(spec: SnapshotStreamSpec): StreamDefinition<WholeList> {
+  return {
+    name: spec.name,
+    description: spec.description,
+    table: spec.table,
+    defaultSchedule: spec.defaultSchedule,
+    state: { kind: 'snapshot' },
+    normalize: spec.normalize,
+    batching: () => ONE_TRANSACTION_PER_UNIT,
+    plan: (_run, mode) => {
+      requireSyncMode(spec.name, mode);
+      return Promise.resolve({ rounds: oneRound<WholeList>(['whole list']) });
+    },
+    readUnit: (run, _unit, loader) => readSnapshot(run, spec, loader),
+    failsAlone: (error) => error instanceof SnapshotIncompleteError,
+    // A snapshot's size is known only to the service.
+    preview: (_database, accountId) =>
+      Promise.resolve(
+        summedPreview(
+          {
+            accountId,
+            stream: spec.name,
+            mode: 'sync',
+            range: undefined,
+            windows: [],
+            lookupsDue: null,
+          },
+          1,
+        ),
+      ),
+  };
+}
 
 /** A snapshot would have marked too many rows deleted; nothing was marked. */
 export class SuspiciousSnapshotError extends Error {
   override name = 'SuspiciousSnapshotError';
+}
+
+/** A snapshot's distinct records did not match the service's count; nothing was marked deleted. */
+class SnapshotIncompleteError extends Error {
+  override name = 'SnapshotIncompleteError';
 }
 
 /**
@@ -65,42 +87,41 @@ export class SuspiciousSnapshotError extends Error {
  * that came back lose deleted_at), quarantines rejects and, when the snapshot is complete, marks
  * rows it no longer holds as deleted. An error half-way writes nothing. A snapshot that would mark
  * more than the configured share of rows deleted marks none and fails the run, loudly: an empty
- * or truncated answer must not wipe the table.
+ * or truncated answer must not wipe the table. A stop request between pages stores what was read
+ * and marks nothing (the runner writes what the loader holds).
  */
-async function syncSnapshot(context: RunContext, snapshot: SnapshotStream): Promise<void> {
-  const loader = new BatchLoader(context, snapshot.spec, ONE_TRANSACTION_PER_UNIT);
+async function readSnapshot(
+  run: RunContext,
+  snapshot: SnapshotStreamSpec,
+  loader: BatchLoader,
+): Promise<void> {
   const identities = new Set<string>();
   const rejectedKeys: string[] = [];
   let expected: number | undefined;
-  // A snapshot is bounded (pages, total_count) and stops on request between pages and in every
-  // wait: what was read is stored, and a snapshot cut short marks nothing deleted.
-  const options = pagingOptions(context);
-  let stopped = false;
-  try {
-    for await (const page of snapshot.fetch(context, options)) {
-      expected ??= page.meta.total_count;
-      const { rejects } = await receiveRecords(
-        context,
-        page.records,
-        snapshot.normalize,
-        loader,
-        identities,
-      );
-      for (const reject of rejects)
-        if (reject.recordKey !== undefined) rejectedKeys.push(reject.recordKey);
-    }
-  } catch (error) {
-    if (!isStopped(error)) throw error;
-    stopped = true;
+  for await (const page of snapshot.fetch(run, pagingOptions(run))) {
+    expected ??= page.meta.total_count;
+    const { rejects } = await receiveRecords(
+      run,
+      page.records,
+      snapshot.normalize,
+      loader,
+      identities,
+    );
+    for (const reject of rejects)
+      if (reject.recordKey !== undefined) rejectedKeys.push(reject.recordKey);
   }
-  const complete = !stopped && expected !== undefined && identities.size === expected;
+  if (expected === undefined || identities.size !== expected) {
+    throw new SnapshotIncompleteError(
+      `the snapshot of ${snapshot.noun} was incomplete: the service reported ${expected ?? 0} but ${identities.size} distinct were read; ` +
+        'nothing was marked deleted',
+    );
+  }
 
-  const { database, accountId } = context;
-  const table = snapshot.spec.table;
+  const { database, accountId } = run;
+  const table = snapshot.table;
   let marked = 0;
   let refused: SnapshotMisses | undefined;
   await loader.commit(async (trx, seenAt) => {
-    if (!complete) return;
     // Rows this snapshot did not contain; a record seen but rejected still exists at the service.
     const misses = await countSnapshotMisses(
       trx,
@@ -110,7 +131,7 @@ async function syncSnapshot(context: RunContext, snapshot: SnapshotStream): Prom
       seenAt,
       rejectedKeys,
     );
-    if (refusesDeletion(misses, context.settings.snapshotDeleteGuard)) {
+    if (refusesDeletion(misses, run.settings.snapshotDeleteGuard)) {
       refused = misses;
       return;
     }
@@ -118,34 +139,20 @@ async function syncSnapshot(context: RunContext, snapshot: SnapshotStream): Prom
       await markSnapshotMissesDeleted(trx, database.schema, table, accountId, seenAt, rejectedKeys);
       marked = misses.missing;
     }
-    // For a snapshot stream the watermark is the time of the last complete snapshot.
-    await advanceWatermark(trx, accountId, snapshot.stream, seenAt);
+    await advanceWatermark(trx, accountId, snapshot.name, seenAt);
   });
-
-  context.stats.windowsPlanned = 1;
-  if (stopped) {
-    context.stats.stopped = true;
-    return;
-  }
-  if (!complete) {
-    context.stats.failures.push(
-      `the snapshot of ${snapshot.noun} was incomplete: the service reported ${expected ?? 0} but ${identities.size} distinct were read; ` +
-        'nothing was marked deleted',
-    );
-    return;
-  }
   if (refused !== undefined) {
     const { missing, active } = refused;
     const message =
-      `refused to mark ${missing} of ${active} ${snapshot.noun} deleted: more than ${Math.round(context.settings.snapshotDeleteGuard * 100)}% ` +
+      `refused to mark ${missing} of ${active} ${snapshot.noun} deleted: more than ${Math.round(run.settings.snapshotDeleteGuard * 100)}% ` +
       '(TELESYNC_SNAPSHOT_DELETE_GUARD) at once looks like a broken answer, not real deletions. Nothing was marked; ' +
       'if the deletions are real, run again with a higher TELESYNC_SNAPSHOT_DELETE_GUARD';
-    context.log.error({ marked: 0, would_mark: missing, active }, message);
+    run.log.error({ marked: 0, would_mark: missing, active }, message);
     throw new SuspiciousSnapshotError(message);
   }
-  context.stats.windowsCompleted = 1;
+  run.stats.windowsCompleted = 1;
   if (marked > 0)
-    context.log.info(
+    run.log.info(
       { deleted: marked },
       `${marked} ${snapshot.noun} are gone from the service: marked deleted`,
     );

@@ -1,17 +1,14 @@
-import type { Kysely } from 'kysely';
 import { ApiError } from '../../api/api-errors.js';
 import { PageLimitError } from '../../api/telephony-client.js';
+import type { Database } from '../../db/connect.js';
 import {
   advanceWatermarkFromLedger,
   findSyncState,
   saveCursor,
 } from '../../db/repositories/sync-state-repository.js';
 import {
-  failWindow,
   findLedgerEntries,
-  insertPlannedWindows,
   recordWindowChanges,
-  restoreWindowStatus,
   type WindowChange,
   type WindowCompletion,
 } from '../../db/repositories/sync-windows-repository.js';
@@ -22,32 +19,33 @@ import type {
   LedgerKey,
   SlotWindow,
 } from '../../domain/ledger-entry.js';
-import { BatchLoader, type CommitBatch, type CommitHook } from '../../load/batch-loader.js';
+import type { BatchLoader, CommitBatch, CommitHook } from '../../load/batch-loader.js';
+import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
 import { describeError } from '../../util/coerce-error.js';
-import { formatIsoMicros, parseEpochMicros, type EpochMicros } from '../../util/micros.js';
-import { isStopped } from '../../util/stopped-error.js';
-import type { Tables } from '../../db/schema.js';
+import { formatIsoMicros, type EpochMicros } from '../../util/micros.js';
 import { requestOptions, type RunContext } from '../run-context.js';
-import type { SyncSettings } from '../sync-settings.js';
 import {
   findResumedBackfill,
   readPendingBackfills,
   withPendingBackfills,
   type PendingBackfill,
 } from '../pending-backfills.js';
-import { afterProbe, decideBackfill, decideIncremental } from '../window-actions.js';
+import { previewTrunkCallBackfill, previewTrunkCallSync } from '../run-preview.js';
 import {
-  deepRecheckRange,
-  horizonStart,
-  planBackfill,
-  planIncremental,
-  plannerSettings,
-  sliceRange,
-  slotStart,
-  type BackfillPlan,
-  type IncrementalPlan,
-  type TimeWindow,
-} from '../window-planner.js';
+  oneRound,
+  type RunMode,
+  type StreamDefinition,
+  type UnitPlan,
+} from '../stream-definition.js';
+import { findIncrementalWindows, withSlot } from '../trunk-call-plan.js';
+import {
+  afterProbe,
+  decideBackfill,
+  decideIncremental,
+  type WindowAction,
+} from '../window-actions.js';
+import { planBackfill, plannerSettings, slotStart, type TimeWindow } from '../window-planner.js';
+import { TRUNK_HISTORY_DAYS } from '../../domain/service-rules.js';
 import {
   describeWindow,
   isConsistent,
@@ -56,162 +54,156 @@ import {
   windowFilters,
   WindowIncompleteError,
 } from './read-trunk-call-window.js';
-import { TRUNK_HISTORY_DAYS } from '../../domain/service-rules.js';
 
 const STREAM = 'trunk_calls';
 
+/** One window of a run: what the ledger knew of its slot, and what to do with it. */
+interface WindowUnit {
+  readonly window: SlotWindow;
+  readonly entry: LedgerEntry | undefined;
+  /** Read every page, count it with one request (a probe), or skip it (a resumed backfill). */
+  readonly action: WindowAction;
+  /** The run's ledger writes (with the watermark, for an incremental run). */
+  readonly ledger: CommitBatch<WindowChange>;
+}
+
 /**
- * The trunk-call stream: plan windows (window-planner, window-actions: pure) → fetch each window's
- * pages (the client's pager) → normalise → load (BatchLoader: rows in batches; the ledger entry,
- * and for an incremental run the watermark, in the transaction of the window's last rows).
+ * The trunk-call stream: windows of the UTC grid (window-planner, window-actions: pure) → each
+ * window's pages (the client's pager) → normalise → load (rows in batches; the window's ledger
+ * entry, and for an incremental run the watermark, in the transaction of its last rows).
  *
  * An incremental run reads from its watermark minus the lookback to now minus the settle lag;
- * windows already complete are only counted (one request each) and re-read when the count moved.
- * Each transaction that completes windows moves the watermark to what the ledger then justifies (see
- * watermarkFromLedger), whatever order windows complete in. A backfill re-reads any part of the
- * horizon, resumably, and leaves the watermark alone.
+ * windows already complete are only counted (a probe unit, one request each) and re-read when the
+ * count moved. Each transaction that completes windows moves the watermark to what the ledger then
+ * justifies (see watermarkFromLedger), whatever order windows complete in. A backfill (the
+ * stream's other planning mode) re-reads any part of the horizon, resumably, and leaves the
+ * watermark alone.
  */
-export async function syncTrunkCalls(context: RunContext): Promise<void> {
-  const now = context.now();
-  const settings = plannerSettings(context.settings);
+export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
+  name: STREAM,
+  description: 'completed trunk call records, by end_time window (incremental)',
+  table: TRUNK_CALLS,
+  defaultSchedule: '*/15 * * * *',
+  state: { kind: 'windows' },
+  normalize: normalizeTrunkCall,
+  batching: (run) => ({
+    lanes: run.loadLanes,
+    batchSize: run.settings.batchSize,
+    unitDelayMs: WINDOW_COMMIT_DELAY_MS,
+  }),
+  plan: (run, mode) =>
+    mode.kind === 'backfill' ? planBackfillUnits(run, mode.window) : planIncrementalUnits(run),
+  async readUnit(run, { window, entry, action, ledger }, loader) {
+    switch (action.kind) {
+      case 'skip':
+        run.stats.windowsCompleted++;
+        run.stats.windowsResumed++;
+        return;
+      case 'probe':
+        if (entry !== undefined) {
+          await probeWindow(run, window, entry, loader, ledger);
+          return;
+        }
+        break;
+      case 'read':
+        if (action.why === 'backfill') {
+          if (entry?.status === 'complete' && entry.coveredEnd >= window.end)
+            run.stats.windowsRereadComplete++;
+        } else {
+          run.log.debug({ window: describeWindow(window), why: action.why }, 'reading window');
+        }
+    }
+    await readAndComplete(run, window, loader, ledger);
+  },
+  failsAlone: windowFailsAlone,
+  async abandonUnit(run, { window, entry }, loader, why) {
+    // The window's running mark may still wait in the loader: it goes first, so that what is
+    // written below is the window's last word. A loader failure is kept by the loader: the run's
+    // last drain throws it when the run goes on.
+    await loader.drain().catch(() => undefined);
+    const key: LedgerKey = { accountId: run.accountId, stream: STREAM };
+    if (why.stopped) {
+      await recordWindowChanges(run.database.db, run.database.schema, key, [
+        {
+          kind: 'restored',
+          slotStart: window.slotStart,
+          status: entry?.status ?? 'planned',
+          runId: run.runId,
+        },
+      ]);
+      return;
+    }
+    await recordWindowFailure(run, key, window, why.error, windowFailsAlone(why.error));
+  },
+  preview: (database: Database, accountId, settings, now, mode: RunMode) =>
+    mode.kind === 'backfill'
+      ? previewTrunkCallBackfill(database, accountId, mode.window, settings, now)
+      : previewTrunkCallSync(database, accountId, settings, now),
+};
+
+/** A window the service describes impossibly fails alone, with its numbers; the next is read. */
+function windowFailsAlone(error: unknown): boolean {
+  return error instanceof WindowIncompleteError || error instanceof PageLimitError;
+}
+
+/** An incremental run's windows: re-check days due, then the lookback to now minus the settle lag. */
+async function planIncrementalUnits(run: RunContext): Promise<UnitPlan<WindowUnit>> {
+  const now = run.now();
+  const settings = plannerSettings(run.settings);
   const { plan, ledger, deepRecheck, windows } = await findIncrementalWindows(
-    context.database.db,
-    context.accountId,
-    context.settings,
+    run.database.db,
+    run.accountId,
+    run.settings,
     now,
   );
-  context.stats.span = { start: plan.from, end: plan.to };
+  run.stats.span = { start: plan.from, end: plan.to };
   if (plan.gap !== undefined) {
-    context.stats.gap = plan.gap;
-    context.log.warn(
+    run.stats.gap = plan.gap;
+    run.log.warn(
       { gap_start: formatIsoMicros(plan.gap.start), gap_end: formatIsoMicros(plan.gap.end) },
       `the watermark fell behind the ${TRUNK_HISTORY_DAYS}-day horizon: calls that ended in this gap can no longer be read from the service`,
     );
   }
-  const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
-  context.stats.windowsPlanned = windows.length;
-  await insertPlannedWindows(
-    context.database.db,
-    key,
-    windows.filter((window) => !ledger.has(window.slotStart)),
-  );
+  const key: LedgerKey = { accountId: run.accountId, stream: STREAM };
+  await recordWindowChanges(run.database.db, run.database.schema, key, planned(windows, ledger));
   const pass: IncrementalPass = {
     from: plan.from,
     fromSlot: slotStart(plan.from, settings.sliceMicros),
     to: plan.to,
     startedAt: now,
   };
-  const ledgerWrites = windowLedger(context, key, (trx) =>
-    advanceWatermarkFromLedger(trx, key, pass),
-  );
-  const loader = createLoader(context);
-
-  for (const window of windows) {
-    if (context.signal?.aborted) {
-      context.stats.stopped = true;
-      break;
-    }
-    const entry = ledger.get(window.slotStart);
-    const action = decideIncremental(window, entry, deepRecheck);
-    try {
-      if (action.kind === 'probe' && entry !== undefined) {
-        await probeWindow(context, window, entry, loader, ledgerWrites);
-      } else {
-        context.log.debug(
-          {
-            window: describeWindow(window),
-            why: action.kind === 'read' ? action.why : action.kind,
-          },
-          'reading window',
-        );
-        await readAndComplete(context, window, loader, ledgerWrites);
-      }
-    } catch (error) {
-      if ((await settleWindowError(context, key, window, ledger, loader, error)) === 'stopped') {
-        break;
-      }
-    }
-  }
-  await loader.drain();
-}
-
-/** The windows of an incremental run, with what the ledger knows of their slots. */
-export interface IncrementalWindows {
-  readonly plan: IncrementalPlan;
-  /** The ledger entries of the slots the windows fall in, by slot start. */
-  readonly ledger: ReadonlyMap<EpochMicros, LedgerEntry>;
-  readonly deepRecheck: { range: TimeWindow; dayStart: EpochMicros } | undefined;
-  /** Re-check days behind the lookback that are due, then the planned windows; oldest first. */
-  readonly windows: readonly SlotWindow[];
+  const ledgerWrites = windowLedger(run, key, (trx) => advanceWatermarkFromLedger(trx, key, pass));
+  return {
+    rounds: oneRound(
+      windows.map((window) => {
+        const entry = ledger.get(window.slotStart);
+        return {
+          window,
+          entry,
+          action: decideIncremental(window, entry, deepRecheck),
+          ledger: ledgerWrites,
+        };
+      }),
+    ),
+  };
 }
 
 /**
- * Plans an incremental run at `now` from the stream's watermark and ledger; reads only (the run
- * itself and `sync --dry-run` share it).
+ * A backfill's windows: every window of `requested` (widened to whole slots, cut to the horizon),
+ * oldest first. Running the same backfill again after a crash skips the windows it had already
+ * read: the backfill's start time stays in the stream's cursor until it finishes.
  */
-export async function findIncrementalWindows(
-  db: Kysely<Tables>,
-  accountId: string,
-  syncSettings: SyncSettings,
-  now: EpochMicros,
-): Promise<IncrementalWindows> {
-  const settings = plannerSettings(syncSettings);
-  const state = await findSyncState(db, accountId, STREAM);
-  const watermark = state.watermark === undefined ? undefined : parseEpochMicros(state.watermark);
-  const plan = planIncremental(now, watermark, settings);
-  const key: LedgerKey = { accountId, stream: STREAM };
-  const deepRange = deepRecheckRange(now, syncSettings.deepRecheckDays);
-  const deepRecheck =
-    deepRange === undefined ? undefined : { range: deepRange, dayStart: deepRange.end };
-  // The re-check days the lookback does not reach (after 06:00 UTC, yesterday is behind it).
-  const recheckOnly =
-    deepRange === undefined
-      ? []
-      : sliceRange(
-          Math.max(deepRange.start, horizonStart(now)),
-          Math.min(deepRange.end, plan.from),
-          settings.sliceMicros,
-        ).map((window) => withSlot(window, settings.sliceMicros));
-  const ledger = await findLedgerEntries(
-    db,
-    key,
-    slotStart(recheckOnly[0]?.start ?? plan.from, settings.sliceMicros),
-    plan.to,
-  );
-  // Of those, only the ones not yet read in full today; the others are not even counted.
-  const dueRecheck = recheckOnly.filter((window) => {
-    const entry = ledger.get(window.slotStart);
-    return (
-      entry?.status !== 'complete' ||
-      entry.readAt === null ||
-      entry.readAt < (deepRecheck?.dayStart ?? 0)
-    );
-  });
-  const planned = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
-  return { plan, ledger, deepRecheck, windows: [...dueRecheck, ...planned] };
-}
-
-export interface BackfillRequest {
-  window: TimeWindow;
-}
-
-/**
- * Re-reads every window of `request` (widened to whole slots, cut to the horizon), oldest first.
- * Running the same backfill again after a crash skips the windows it had already read: the
- * backfill's start time stays in the stream's cursor until it finishes.
- */
-export async function backfillTrunkCalls(
-  context: RunContext,
-  request: BackfillRequest,
-): Promise<BackfillPlan> {
-  const now = context.now();
-  const settings = plannerSettings(context.settings);
-  const plan = planBackfill(now, request.window, settings);
-  context.stats.span = plan.covered;
-  context.stats.windowsPlanned = plan.windows.length;
+async function planBackfillUnits(
+  run: RunContext,
+  requested: TimeWindow,
+): Promise<UnitPlan<WindowUnit>> {
+  const now = run.now();
+  const settings = plannerSettings(run.settings);
+  const plan = planBackfill(now, requested, settings);
+  run.stats.span = plan.covered;
   if (plan.beyondService !== undefined) {
     // The command says it to the person once, in plain words; here only for debugging.
-    context.log.debug(
+    run.log.debug(
       {
         from: formatIsoMicros(plan.beyondService.start),
         to: formatIsoMicros(plan.beyondService.end),
@@ -219,15 +211,18 @@ export async function backfillTrunkCalls(
       `part of the backfill is older than the ${TRUNK_HISTORY_DAYS}-day horizon and cannot be read from the service`,
     );
   }
-  if (plan.covered === undefined) return plan;
+  if (plan.covered === undefined) {
+    run.stats.windowsPlanned = plan.windows.length;
+    return { rounds: oneRound([]), backfill: plan };
+  }
 
-  const state = await findSyncState(context.database.db, context.accountId, STREAM);
+  const state = await findSyncState(run.database.db, run.accountId, STREAM);
   // Another range's unfinished backfill keeps its resume point; only the same range resumes.
   const pending = readPendingBackfills(state.cursor);
   const resumed = findResumedBackfill(pending, plan.covered, settings.sliceMicros);
   const startedAt = resumed?.startedAt ?? now;
   if (resumed !== undefined) {
-    context.log.info(
+    run.log.info(
       { started_at: formatIsoMicros(resumed.startedAt) },
       'resuming an unfinished backfill of the same range: windows it already read are skipped',
     );
@@ -235,60 +230,54 @@ export async function backfillTrunkCalls(
   const others = pending.filter((entry) => entry !== resumed);
   const own: PendingBackfill = { startedAt, range: plan.covered };
   await saveCursor(
-    context.database.db,
-    context.accountId,
+    run.database.db,
+    run.accountId,
     STREAM,
     withPendingBackfills(state.cursor, [...others, own]),
   );
 
-  const key: LedgerKey = { accountId: context.accountId, stream: STREAM };
+  const key: LedgerKey = { accountId: run.accountId, stream: STREAM };
   const windows = plan.windows.map((window) => withSlot(window, settings.sliceMicros));
   const ledger = await findLedgerEntries(
-    context.database.db,
+    run.database.db,
     key,
     slotStart(plan.covered.start, settings.sliceMicros),
     plan.covered.end,
   );
-  await insertPlannedWindows(
-    context.database.db,
-    key,
-    windows.filter((window) => !ledger.has(window.slotStart)),
-  );
-  const ledgerWrites = windowLedger(context, key, leaveWatermark);
-  const loader = createLoader(context);
-  for (const window of windows) {
-    if (context.signal?.aborted) {
-      context.stats.stopped = true;
-      break;
-    }
-    const entry = ledger.get(window.slotStart);
-    const action = decideBackfill(window, entry, startedAt);
-    if (action.kind === 'skip') {
-      context.stats.windowsCompleted++;
-      context.stats.windowsResumed++;
-      continue;
-    }
-    if (entry?.status === 'complete' && entry.coveredEnd >= window.end)
-      context.stats.windowsRereadComplete++;
-    try {
-      await readAndComplete(context, window, loader, ledgerWrites);
-    } catch (error) {
-      if ((await settleWindowError(context, key, window, ledger, loader, error)) === 'stopped') {
-        break;
-      }
-    }
-  }
-  await loader.drain();
-  if (!context.stats.stopped && context.stats.failures.length === 0) {
+  await recordWindowChanges(run.database.db, run.database.schema, key, planned(windows, ledger));
+  const ledgerWrites = windowLedger(run, key, leaveWatermark);
+  return {
+    rounds: oneRound(
+      windows.map((window) => {
+        const entry = ledger.get(window.slotStart);
+        return {
+          window,
+          entry,
+          action: decideBackfill(window, entry, startedAt),
+          ledger: ledgerWrites,
+        };
+      }),
+    ),
     // The stream's lock is held: the cursor is still the one saved above.
-    await saveCursor(
-      context.database.db,
-      context.accountId,
-      STREAM,
-      withPendingBackfills(state.cursor, others),
-    );
-  }
-  return plan;
+    finish: () =>
+      saveCursor(
+        run.database.db,
+        run.accountId,
+        STREAM,
+        withPendingBackfills(state.cursor, others),
+      ),
+    backfill: plan,
+  };
+}
+
+/** The ledger rows of the windows of a plan whose slots have none yet. */
+function planned(
+  windows: readonly SlotWindow[],
+  ledger: ReadonlyMap<EpochMicros, LedgerEntry>,
+): WindowChange[] {
+  return windows
+    .filter((window) => !ledger.has(window.slotStart))
+    .map((window) => ({ kind: 'planned', window }));
 }
 
 /** A backfill's windows leave the watermark alone. */
@@ -321,15 +310,6 @@ function windowLedger(
       if (changes.some((change) => change.kind === 'complete')) await advance(trx, syncedAt);
     },
   };
-}
-
-/** The stream's loader: rows in batches of TELESYNC_BATCH_SIZE, over the run's load lanes. */
-function createLoader(context: RunContext): BatchLoader {
-  return new BatchLoader(context, TRUNK_CALLS, {
-    lanes: context.loadLanes,
-    batchSize: context.settings.batchSize,
-    unitDelayMs: WINDOW_COMMIT_DELAY_MS,
-  });
 }
 
 /**
@@ -432,44 +412,6 @@ async function probeWindow(
   }
 }
 
-/**
- * Handles what a window's read threw. Stopped (Ctrl-C, shutdown: StoppedError):
- * the window's ledger row gets back the status it had, and the caller stops. A window that did not add up: recorded as failed, and
- * the caller goes on to the next. Anything else is recorded and thrown: a service that fails every
- * request would fail every window the same way, slowly.
- */
-async function settleWindowError(
-  context: RunContext,
-  key: LedgerKey,
-  window: SlotWindow,
-  ledger: ReadonlyMap<EpochMicros, LedgerEntry>,
-  loader: BatchLoader,
-  error: unknown,
-): Promise<'stopped' | 'failed'> {
-  // The window's running mark may still wait in the loader: it goes first, so that what is
-  // written below is the window's last word. A loader failure is kept by the loader: the run's
-  // last drain throws it when the loop goes on; when this error is thrown instead, the run fails
-  // with this one.
-  await loader.drain().catch(() => undefined);
-  if (isStopped(error)) {
-    context.stats.stopped = true;
-    await restoreWindowStatus(
-      context.database.db,
-      key,
-      window.slotStart,
-      ledger.get(window.slotStart)?.status ?? 'planned',
-      context.runId,
-    );
-    return 'stopped';
-  }
-  // A window the service describes impossibly fails alone, with its numbers; the next one is read.
-  const failsAlone = error instanceof WindowIncompleteError || error instanceof PageLimitError;
-  await recordWindowFailure(context, key, window, error, failsAlone);
-  if (!failsAlone) throw error;
-  context.stats.failures.push(error.message);
-  return 'failed';
-}
-
 async function recordWindowFailure(
   context: RunContext,
   key: LedgerKey,
@@ -482,7 +424,9 @@ async function recordWindowFailure(
   const level = failsAlone ? 'error' : 'debug';
   context.log[level]({ window: describeWindow(window), err: error }, `window failed: ${message}`);
   try {
-    await failWindow(context.database.db, key, window.slotStart, message, context.runId);
+    await recordWindowChanges(context.database.db, context.database.schema, key, [
+      { kind: 'failed', slotStart: window.slotStart, error: message, runId: context.runId },
+    ]);
   } catch (ledgerError) {
     // The database itself may be what failed; the run's error says so already.
     context.log.warn({ err: ledgerError }, 'could not record the window failure in sync_windows');
@@ -492,9 +436,4 @@ async function recordWindowFailure(
       'the service refused a window request; this is a bug in telesync or a change at the service',
     );
   }
-}
-
-/** A planned window with the slot of the UTC grid it belongs to (its ledger row's key). */
-function withSlot(window: TimeWindow, sliceMicros: number): SlotWindow {
-  return { slotStart: slotStart(window.start, sliceMicros), start: window.start, end: window.end };
 }

@@ -1,0 +1,103 @@
+import type { Database } from '../db/connect.js';
+import type { LoadRow } from '../db/data-loader.js';
+import type { LookupQueue } from '../db/repositories/lookup-queue-repository.js';
+import type { DataTableSpec } from '../db/table-specs.js';
+import type { StreamName } from '../domain/streams.js';
+import type { BatchLoader, LoadBatching } from '../load/batch-loader.js';
+import type { Normalizer } from '../normalize/normalize-records.js';
+import type { EpochMicros } from '../util/micros.js';
+import type { RunContext } from './run-context.js';
+import type { RunPreview } from './run-preview.js';
+import type { SyncSettings } from './sync-settings.js';
+import type { BackfillPlan, TimeWindow } from './window-planner.js';
+
+/** What a run reads: the stream's next increment, or (trunk calls) a backfill of a range. */
+export type RunMode =
+  { readonly kind: 'sync' } | { readonly kind: 'backfill'; readonly window: TimeWindow };
+
+/**
+ * How a stream keeps what it has read between runs: a ledger of time windows, the time of its last
+ * complete snapshot, or a lookup queue. `status` and `state show`/`state reset` read it.
+ */
+export type StreamStateKind =
+  | { readonly kind: 'windows' }
+  | { readonly kind: 'snapshot' }
+  | { readonly kind: 'queue'; readonly queue: LookupQueue };
+
+/** The units one run reads, as a stream's `plan` decided them. */
+export interface UnitPlan<Unit> {
+  /**
+   * The units, in rounds: a round is planned once the one before it has run and committed (a
+   * queue's next due entries). Most streams have one round.
+   */
+  readonly rounds: AsyncIterable<readonly Unit[]> | Iterable<readonly Unit[]>;
+  /** Units of a round read at once (default 1: one after the other, oldest first). */
+  readonly concurrency?: number;
+  /** After a round's units, stopped or not: commits what the round decided (a queue's outcomes). */
+  endRound?(loader: BatchLoader): Promise<void>;
+  /** After the last round of a run that neither stopped nor failed (a backfill's cursor). */
+  finish?(): Promise<void>;
+  /** A backfill's plan, for what the command tells of it. */
+  readonly backfill?: BackfillPlan;
+}
+
+/**
+ * One stream, declared in one file of `src/sync/streams/` and listed once in the registry
+ * (stream-registry.ts): everything that runs, plans, schedules, shows or resets a stream reads it
+ * here. The runner (runUnits) owns what is the same for every stream: stopping, failures,
+ * counters, the loader and its transactions; the definition says what differs.
+ */
+export interface StreamDefinition<Unit = unknown> {
+  /** The name the command line, the schedule, sync_runs and sync_state use. */
+  readonly name: StreamName;
+  /** What the stream holds, for --help and status. */
+  readonly description: string;
+  /** The table its rows go to. */
+  readonly table: DataTableSpec;
+  /** Its cron when TELESYNC_SCHEDULE_<NAME> is not set. */
+  readonly defaultSchedule: string;
+  readonly state: StreamStateKind;
+  /** Lookup streams whose queue this stream's rows fill: `lookup` runs them after it. */
+  readonly feeds?: readonly StreamName[];
+  /** Record → row or rejection (the one normalise step: receiveRecords). */
+  readonly normalize: Normalizer<LoadRow>;
+  /** How its rows are batched into transactions. */
+  batching(run: RunContext): LoadBatching;
+  /** The units of a run (pure decisions over what the database holds, and their ledger rows). */
+  plan(run: RunContext, mode: RunMode): Promise<UnitPlan<Unit>>;
+  /**
+   * Reads one unit: fetches its pages from the client, hands their records to receiveRecords with
+   * the stream's normaliser, and queues on the loader what the unit's commit writes besides rows
+   * (ledger, watermark, deletion marks, queue outcomes). A stop request thrown from here stops the
+   * run; an error `failsAlone` accepts fails the unit and the run goes on; any other fails the run.
+   */
+  readUnit(run: RunContext, unit: Unit, loader: BatchLoader): Promise<void>;
+  /** Errors that fail only their unit (the run goes on, and fails at its end). */
+  failsAlone?(error: unknown): boolean;
+  /** What a unit left unfinished writes (a window's ledger row), stopped or failed. */
+  abandonUnit?(
+    run: RunContext,
+    unit: Unit,
+    loader: BatchLoader,
+    why: { readonly stopped: true } | { readonly stopped: false; readonly error: unknown },
+  ): Promise<void>;
+  /** What a run would do (`--dry-run`), from the database alone. */
+  preview(
+    database: Database,
+    accountId: string,
+    settings: SyncSettings,
+    now: EpochMicros,
+    mode: RunMode,
+  ): Promise<RunPreview>;
+}
+
+/** The units of a plan of one round. */
+export function oneRound<Unit>(units: readonly Unit[]): Iterable<readonly Unit[]> {
+  return [units];
+}
+
+/** Refuses a backfill of a stream that has no such mode (only trunk calls plan by range). */
+export function requireSyncMode(stream: StreamName, mode: RunMode): void {
+  if (mode.kind === 'backfill')
+    throw new Error(`only trunk_calls can be backfilled, not ${stream}`);
+}

@@ -394,3 +394,12 @@ export interface StreamEventsDailyView {
   calls: number;
   with_error: number;
 }
+
+/** Columns the loader sets (timestamps of the sync itself), never the normaliser. */
+type LoaderColumns = 'synced_at' | 'changed_at' | 'first_seen_at' | 'last_seen_at' | 'deleted_at';
+
+/**
+ * The row a normaliser produces for a table: its Insertable row with every column present (null
+ * when the record has no value), except the columns the loader sets.
+ */
+export type NormalizedRow<Table> = Required<Omit<Insertable<Table>, LoaderColumns>>;

@@ -1,5 +1,4 @@
-import type { NormalizedRow } from '../normalize/normalize-result.js';
-import type { CallStreamStatusColumns, Tables } from './schema.js';
+import type { CallStreamStatusColumns, NormalizedRow, Tables } from './schema.js';
 
 /**
  * The data tables as the loader sees them: the conflict key and the columns a normaliser fills

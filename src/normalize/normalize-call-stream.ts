@@ -1,6 +1,7 @@
 import type { ReceivedRecord } from '../api/received-json.js';
 import type { CallStreamsTable } from '../db/schema.js';
-import type { NormalizeContext, NormalizeResult, NormalizedRow } from './normalize-result.js';
+import type { NormalizedRow } from '../db/schema.js';
+import type { NormalizeContext, NormalizeResult } from './normalize-result.js';
 import { openRecord, type RecordKind } from './record-reader.js';
 
 /** A call_streams row as the normaliser builds it. */

@@ -1,7 +1,8 @@
 import type { ReceivedRecord } from '../api/received-json.js';
 import type { NumberPriorityWire } from '../api/wire-types.js';
 import type { PowerpacksTable } from '../db/schema.js';
-import type { NormalizeContext, NormalizeResult, NormalizedRow } from './normalize-result.js';
+import type { NormalizedRow } from '../db/schema.js';
+import type { NormalizeContext, NormalizeResult } from './normalize-result.js';
 import {
   describeValue,
   orNull,

@@ -1,4 +1,3 @@
-import type { Insertable } from 'kysely';
 import type { StreamName } from '../domain/streams.js';
 
 /**
@@ -48,12 +47,3 @@ export interface Rejected {
 /** The outcome of normalising one record; `Extra` adds what a stream needs beyond the row. */
 export type NormalizeResult<Row, Extra extends object = Record<never, never>> =
   (Normalized<Row> & Extra) | Rejected;
-
-/** Columns the loader sets (timestamps of the sync itself), never the normaliser. */
-type LoaderColumns = 'synced_at' | 'changed_at' | 'first_seen_at' | 'last_seen_at' | 'deleted_at';
-
-/**
- * The row a normaliser produces for a table: its Insertable row with every column present (null
- * when the record has no value), except the columns the loader sets.
- */
-export type NormalizedRow<Table> = Required<Omit<Insertable<Table>, LoaderColumns>>;

@@ -1,6 +1,7 @@
 import type { ReceivedRecord } from '../api/received-json.js';
 import type { SipEndpointsTable } from '../db/schema.js';
-import type { NormalizeContext, NormalizeResult, NormalizedRow } from './normalize-result.js';
+import type { NormalizedRow } from '../db/schema.js';
+import type { NormalizeContext, NormalizeResult } from './normalize-result.js';
 import {
   describeValue,
   orNull,

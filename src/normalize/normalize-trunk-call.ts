@@ -1,7 +1,8 @@
 import type { ReceivedRecord } from '../api/received-json.js';
 import type { TrunkCallsTable } from '../db/schema.js';
 import type { EpochMicros } from '../util/micros.js';
-import type { NormalizeContext, NormalizeResult, NormalizedRow } from './normalize-result.js';
+import type { NormalizedRow } from '../db/schema.js';
+import type { NormalizeContext, NormalizeResult } from './normalize-result.js';
 import { PARSED_NULL, type FieldParser, type Instant } from './parse.js';
 import { INVALID_INSTANT, openRecord, timestampParser, type RecordKind } from './record-reader.js';
 

@@ -107,8 +107,9 @@ export async function openWorkerApp(
   };
 
   try {
-    await requireMigrated(database);
-    queue = await openPgBossQueue({
+    // The schema check and pg-boss's start are independent round trips: side by side, the worker
+    // takes its first job sooner. A schema behind the code is still refused before any job runs.
+    const opening = openPgBossQueue({
       connectionString,
       schema: jobSchemaName(config.database.schema),
       database,
@@ -120,14 +121,25 @@ export async function openWorkerApp(
       onError: (error) => warnConnection('job queue (it reconnects by itself)', error),
       serves: (accountId) => accountIds.includes(accountId),
     });
+    const [migrated, opened] = await Promise.allSettled([requireMigrated(database), opening]);
+    if (opened.status === 'fulfilled') queue = opened.value;
+    if (migrated.status === 'rejected') throw migrated.reason;
+    if (opened.status === 'rejected') throw opened.reason;
+    queue = opened.value;
     const verify = config.schedule.verifyCron;
-    await queue.keepSchedules(
+    const scheduling = queue.keepSchedules(
       verify === SCHEDULE_OFF
         ? plan.scheduled
         : [...plan.scheduled, { stream: 'verify', cron: verify }],
       config.schedule.timezone,
       accountIds,
     );
+    await Promise.all([
+      scheduling,
+      createWorkersTable(database.root, jobSchemaName(config.database.schema)).catch(
+        () => undefined,
+      ),
+    ]);
   } catch (error) {
     await closeServices();
     throw error;
@@ -136,6 +148,8 @@ export async function openWorkerApp(
   const jobSchema = jobSchemaName(config.database.schema);
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   let inHand = 0;
+  /** Jobs in hand told to end their turn and not ended yet: they no longer count to the share. */
+  let yielding = 0;
   const heartbeat = (): Promise<void> =>
     upsertWorkerHeartbeat(database.root, jobSchema, {
       worker_id: workerId,
@@ -147,7 +161,6 @@ export async function openWorkerApp(
     }).catch((error: unknown) =>
       log.warn({ err: error }, `worker heartbeat not recorded: ${describeError(error)}`),
     );
-  await createWorkersTable(database.root, jobSchema).catch(() => undefined);
   await heartbeat();
   const heartbeatTimer = setInterval(() => void heartbeat(), WORKER_HEARTBEAT_MS);
   heartbeatTimer.unref();
@@ -219,10 +232,25 @@ export async function openWorkerApp(
           metrics.runStarted(stream);
           inHand++;
           try {
+            let yielded = false;
+            // A sync of the account goes before the rest of its backfill; a worker above its share
+            // (it took accounts before the others started) lets one go to a worker with room.
+            const shouldYield = async (): Promise<boolean> => {
+              const ahead =
+                (await jobs.hasWorkAhead(taken)) || inHand - yielding > (await fairShare.current());
+              if (ahead && !yielded) {
+                yielded = true;
+                yielding++;
+              }
+              return ahead;
+            };
             const { outcome, result } = await handleAccountJob(deps, client, jobs, taken, {
               signal,
               leaseSeconds: config.jobs.leaseSeconds,
+              shouldYield,
               now: () => Date.now(),
+            }).finally(() => {
+              if (yielded) yielding--;
             });
             metrics.recordRun(result, Date.now());
             const fields = {

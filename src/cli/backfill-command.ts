@@ -17,7 +17,6 @@ import {
   type BackfillPlan,
   type TimeWindow,
 } from '../sync/window-planner.js';
-import { sleep } from '../util/sleep.js';
 import {
   epochMicrosFromMillis,
   formatIsoFixed,
@@ -302,16 +301,20 @@ function noteBeyondHorizon(context: CommandContext, plan: BackfillPlan): boolean
   return true;
 }
 
-/** How often `--queue --wait` reads the queue. */
+/**
+ * How often `--queue --wait` reads the queue when no worker told it a job settled (workers
+ * NOTIFY each settling, and the wait counts again at once: it ends when the last job does).
+ */
 const QUEUE_PROGRESS_MS = 2_000;
 
 /**
  * Enqueues one job per account over all its windows (per stretch of adjacent windows) and, with
  * --wait, shows the queue draining until none of those accounts has work left. A job is worth its
  * bookkeeping (a fetch, a run row, its settling) only when it carries many windows: one per window
- * made a queued backfill of small accounts many times slower than one process. A job longer than
- * a worker's lease stops before the lease ends and goes back to the queue, and its run goes on
- * from the windows its ledger holds, so a killed worker still loses at most one lease of work.
+ * made a queued backfill of small accounts many times slower than one process. A worker renews a
+ * job's lease while it works, so a large account's backfill is one job that reads no page twice;
+ * a killed worker's job goes to another one lease after its last renewal and goes on from the
+ * windows its ledger holds, so a killed worker still loses at most one lease of work.
  */
 async function runQueuedBackfill(
   context: CommandContext,
@@ -369,6 +372,8 @@ async function runQueuedBackfill(
           accountIds,
         ),
       );
+    // Listening before the first count: a job settled after it is told.
+    await queue.waitForSettled(0, shutdown.signal);
     let counts = await readCounts();
     try {
       for (;;) {
@@ -381,7 +386,7 @@ async function runQueuedBackfill(
             `${failed > 0 ? `, ${failed} failed` : ''}, ${plural(counts.filter((row) => row.active > 0).length, 'account')} in hand`,
         );
         if (left === 0 || shutdown.signal.aborted) break;
-        await sleep(QUEUE_PROGRESS_MS, shutdown.signal).catch(() => undefined);
+        await queue.waitForSettled(QUEUE_PROGRESS_MS, shutdown.signal);
         counts = await readCounts();
       }
     } finally {

@@ -9,20 +9,20 @@ import {
   type VerifyDependencies,
 } from '../sync/verify-trunk-calls.js';
 import type { AccountJob, JobQueue, TakenJob } from './job-queue.js';
-
-/** How a job ended, for the worker's log and counters. */
-export type JobOutcome = 'completed' | 'failed' | 'requeued';
-
-/** The part of the lease left unused, so the batch in hand commits before another worker may start. */
-export function leaseMarginMs(leaseSeconds: number): number {
-  return Math.max(5_000, leaseSeconds * 250);
-}
+import { keepLease, leaseMarginMs } from './lease-keeper.js';
 
 /**
- * Runs one job and settles it in the queue: done → complete; failed or skipped (the account's
- * stream is held elsewhere) → fail, retried with backoff; stopped (this worker is draining, or the
- * lease is about to end) → enqueued again and completed, so another worker continues from the
- * last committed batch at once rather than after the lease.
+ * How a job ended, for the worker's log and counters. `released`: its lease was lost, so the
+ * queue gives it out again and this worker leaves it alone.
+ */
+export type JobOutcome = 'completed' | 'failed' | 'requeued' | 'released';
+
+/**
+ * Runs one job, holding its lease (keepLease), and settles it in the queue: done → complete;
+ * failed or skipped (the account's stream is held elsewhere) → fail, retried with backoff; stopped
+ * (this worker is draining, the lease could not be renewed, or its turn is over while other work
+ * waits) → enqueued again and completed, so a worker continues from the last committed batch at
+ * once rather than after the lease.
  */
 export async function handleAccountJob(
   deps: SyncDependencies,
@@ -32,14 +32,26 @@ export async function handleAccountJob(
   options: {
     readonly signal: AbortSignal;
     readonly leaseSeconds: number;
+    /** Asked once the job has had a lease's turn: true puts it back behind other work. */
+    readonly shouldYield: () => Promise<boolean>;
     readonly now: () => number;
   },
 ): Promise<{ outcome: JobOutcome; result: SyncResult }> {
-  const leaseStop = AbortSignal.timeout(
-    Math.max(1_000, taken.leaseEndsAtMs - options.now() - leaseMarginMs(options.leaseSeconds)),
-  );
-  const signal = AbortSignal.any([options.signal, leaseStop]);
-  const result = await runJob(deps, client, taken.job, signal);
+  const lease = keepLease({
+    queue,
+    taken,
+    leaseSeconds: options.leaseSeconds,
+    turnMs: options.leaseSeconds * 1_000 - leaseMarginMs(options.leaseSeconds),
+    shouldYield: options.shouldYield,
+    now: options.now,
+  });
+  let result: SyncResult;
+  try {
+    result = await runJob(deps, client, taken.job, AbortSignal.any([options.signal, lease.signal]));
+  } finally {
+    lease.release();
+  }
+  if (lease.reason() === 'lease-lost') return { outcome: 'released', result };
   if (result.status === 'succeeded') {
     await queue.complete(taken);
     return { outcome: 'completed', result };

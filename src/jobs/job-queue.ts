@@ -30,8 +30,17 @@ export interface TakenJob {
   /** Which attempt this is: settling it leaves a later attempt (after the lease) alone. */
   readonly retryCount: number;
   readonly job: AccountJob;
-  /** Epoch milliseconds after which the queue may give the job to another worker. */
+  /** The job's priority in the queue: a job of the account with a higher one goes first. */
+  readonly priority: number;
+  /**
+   * Epoch milliseconds after which the queue may give the job to another worker, unless `extend`
+   * renews the lease first.
+   */
   readonly leaseEndsAtMs: number;
+  /** How far each `extend` moves the lease, in seconds; 0 when the lease cannot be renewed. */
+  readonly renewSeconds: number;
+  /** Epoch milliseconds after which the lease cannot be renewed any further. */
+  readonly expiresAtMs: number;
 }
 
 /** Counts of one account's queue by state. */
@@ -58,6 +67,18 @@ export interface JobQueue {
    * returns at once when `signal` aborts.
    */
   waitForWork(ms: number, signal: AbortSignal): Promise<void>;
+  /**
+   * Renews the lease of a job in hand by its `renewSeconds` from now. False when the job is no
+   * longer this attempt's (settled, or given to another worker after a lease that lapsed).
+   */
+  extend(taken: TakenJob): Promise<boolean>;
+  /** Whether another job of the account waits that would go before this one if it were re-queued. */
+  hasWorkAhead(taken: TakenJob): Promise<boolean>;
+  /**
+   * Waits until a job may have been settled by some worker (a notification) or `ms` passed,
+   * whichever is first; returns at once when `signal` aborts.
+   */
+  waitForSettled(ms: number, signal: AbortSignal): Promise<void>;
   /** The job is done. */
   complete(taken: TakenJob): Promise<void>;
   /** The job failed: retried later with backoff, until its retries run out. */

@@ -1,13 +1,19 @@
-import type { JobInsert, JobWithMetadata, PgBoss } from 'pg-boss';
+import type { JobInsert, PgBoss } from 'pg-boss';
 import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import type { AccountJob, JobQueue, QueueCounts } from './job-queue.js';
 import {
   dropJobSchema,
   findJobSchemaVersion,
   findLegacyPendingJobs,
+  hasWaitingJobAbove,
   type JobStateCount,
 } from '../db/repositories/job-queue-repository.js';
-import { listenForNotifications, notifyChannel } from '../db/notification-listener.js';
+import {
+  listenForNotifications,
+  notifyChannel,
+  type NotificationListener,
+} from '../db/notification-listener.js';
+import { coerceError } from '../util/coerce-error.js';
 import type { Database } from '../db/connect.js';
 import { isMalformedJob, parseAccountJob } from './parse-account-job.js';
 
@@ -18,6 +24,10 @@ import { isMalformedJob, parseAccountJob } from './parse-account-job.js';
  * holds that one. So one worker at a time owns an account, a busy account costs a fetch nothing,
  * and an idle worker's fetch is one statement however many accounts there are. Idle workers are
  * woken by a NOTIFY when jobs are enqueued, and otherwise look again only every `pollMs`.
+ *
+ * A job's lease is a heartbeat: the worker renews it while it works (`extend`), so a job may run
+ * as long as its work takes, up to JOB_EXPIRE_SECONDS, while a killed worker's job goes to another
+ * one lease after its last renewal.
  */
 
 export interface PgBossQueueSettings {
@@ -28,8 +38,9 @@ export interface PgBossQueueSettings {
   /** telesync's database: the NOTIFY that wakes idle workers is sent through it. */
   readonly database: Database;
   /**
-   * How long a worker holds a job before pg-boss may give it to another (a killed worker's job is
-   * retried after this); job handlers stop well before it.
+   * How long a worker holds a job after taking it or renewing its lease before pg-boss may give it
+   * to another (a killed worker's job is retried after this); job handlers renew it or stop well
+   * before it.
    */
   readonly leaseSeconds: number;
   /** Retries of a failed job, with exponential backoff from `retryDelaySeconds`. */
@@ -84,9 +95,22 @@ function onBossError(boss: PgBoss, listener: (error: Error) => void): void {
 /** Sync jobs go before backfill jobs: the schedule must not starve. */
 const SYNC_PRIORITY = 10;
 
+/**
+ * The longest one job holds its account, however often its lease is renewed (pg-boss's `expire`,
+ * counted from the job's start): a job still running then stops and is put back, behind the
+ * account's other jobs. Long enough that a large account's backfill is one job, and that the one
+ * window its next turn reads again is nothing beside it.
+ */
+export const JOB_EXPIRE_SECONDS = 3_600;
+
 /** The channel that wakes idle workers of one job schema (channels are database-wide). */
 function wakeChannel(schema: string): string {
   return `telesync_jobs:${schema}`;
+}
+
+/** The channel a job's settling is told on: what `backfill --queue --wait` waits for. */
+function settledChannel(schema: string): string {
+  return `telesync_jobs_settled:${schema}`;
 }
 
 /** How an idle worker's wait for jobs ends: a NOTIFY, the poll, or the signal. */
@@ -165,7 +189,10 @@ async function ensureQueues(boss: PgBoss): Promise<void> {
   }
 }
 
-/** A job as pg-boss inserts it: in its account's group, with its retries and lease. */
+/**
+ * A job as pg-boss inserts it: in its account's group, with its retries, and its lease as a
+ * heartbeat of `leaseSeconds` (pg-boss's heartbeatSeconds) bounded by JOB_EXPIRE_SECONDS.
+ */
 function insertOf(
   settings: Partial<Pick<PgBossQueueSettings, 'leaseSeconds' | 'retryLimit' | 'retryDelaySeconds'>>,
 ): (job: AccountJob) => JobInsert<AccountJob> {
@@ -174,7 +201,12 @@ function insertOf(
     group: { id: job.accountId },
     priority: job.kind === 'sync' ? SYNC_PRIORITY : 0,
     retryBackoff: true,
-    ...(settings.leaseSeconds === undefined ? {} : { expireInSeconds: settings.leaseSeconds }),
+    ...(settings.leaseSeconds === undefined
+      ? {}
+      : {
+          heartbeatSeconds: settings.leaseSeconds,
+          expireInSeconds: Math.max(settings.leaseSeconds, JOB_EXPIRE_SECONDS),
+        }),
     ...(settings.retryLimit === undefined ? {} : { retryLimit: settings.retryLimit }),
     ...(settings.retryDelaySeconds === undefined ? {} : { retryDelay: settings.retryDelaySeconds }),
   });
@@ -211,6 +243,8 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
         reconnectMs: 1_000,
       })
     : undefined;
+  const settled = createWakeup();
+  let settledListener: Promise<NotificationListener | undefined> | undefined;
   const toInsert = insertOf(settings);
   const workerIds: string[] = [];
   const notServed = new Set<string>();
@@ -254,20 +288,70 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
           await notifyChannel(settings.database.root, channel);
           continue;
         }
+        // From this process's clock, not the database's: the fetch started the lease a moment ago.
+        const takenAtMs = Date.now();
+        const expireSeconds = job.expireInSeconds > 0 ? job.expireInSeconds : settings.leaseSeconds;
+        // A job enqueued without a heartbeat (by an older telesync) holds its lease to the end.
+        const renewSeconds = job.heartbeatSeconds ?? 0;
         return {
           id: job.id,
           retryCount: job.retryCount,
           job: parsed,
-          // From this process's clock, not the database's: the fetch started the lease a moment ago.
-          leaseEndsAtMs: Date.now() + leaseOf(job, settings.leaseSeconds) * 1_000,
+          priority: job.priority,
+          leaseEndsAtMs:
+            takenAtMs +
+            (renewSeconds > 0 ? Math.min(renewSeconds, expireSeconds) : expireSeconds) * 1_000,
+          renewSeconds,
+          expiresAtMs: takenAtMs + expireSeconds * 1_000,
         };
       }
     },
 
     waitForWork: (ms, signal) => wakeup.wait(ms, signal),
 
+    async extend(taken) {
+      if (taken.renewSeconds <= 0) return false;
+      const response = await boss.touch(ACCOUNT_JOBS_QUEUE, {
+        id: taken.id,
+        retryCount: taken.retryCount,
+      });
+      // touch() is fenced to this attempt: a job settled or given to another worker is not touched.
+      return (response as { affected?: number }).affected === 1;
+    },
+
+    hasWorkAhead: (taken) =>
+      hasWaitingJobAbove(
+        settings.database.root,
+        settings.schema,
+        ACCOUNT_JOBS_QUEUE,
+        taken.job.accountId,
+        taken.priority,
+        taken.id,
+      ),
+
+    async waitForSettled(ms, signal) {
+      if (settledListener === undefined) {
+        settledListener = listenForNotifications({
+          connectionString: settings.connectionString,
+          channel: settledChannel(settings.schema),
+          onNotify: () => settled.wake(),
+          onError: settings.onError,
+          reconnectMs: 1_000,
+        }).catch((error: unknown) => {
+          // Without the notifications the wait is a poll every `ms`.
+          settings.onError(coerceError(error));
+          return undefined;
+        });
+        // What settled before the LISTEN is not told: the caller looks again at once.
+        await settledListener;
+        return;
+      }
+      await settled.wait(ms, signal);
+    },
+
     async complete(taken) {
       await boss.complete(ACCOUNT_JOBS_QUEUE, { id: taken.id, retryCount: taken.retryCount });
+      await notifySettled();
     },
 
     async fail(taken, reason) {
@@ -276,6 +360,7 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
         { id: taken.id, retryCount: taken.retryCount },
         { message: reason },
       );
+      await notifySettled();
     },
 
     async keepSchedules(schedules, timezone, accountIds) {
@@ -309,16 +394,20 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
 
     async stop() {
       wakeup.wake();
+      settled.wake();
       await listener?.close();
+      await (await settledListener)?.close();
       await boss.stop({ graceful: true, timeout: 10_000 });
     },
   };
   return queue;
-}
 
-/** The lease of a job in seconds, as pg-boss holds it. */
-function leaseOf(job: JobWithMetadata<unknown>, fallback: number): number {
-  return job.expireInSeconds > 0 ? job.expireInSeconds : fallback;
+  /** Tells a waiting `backfill --queue --wait` that a job settled; it counts the queue again. */
+  async function notifySettled(): Promise<void> {
+    await notifyChannel(settings.database.root, settledChannel(settings.schema)).catch(
+      (error: unknown) => settings.onError(coerceError(error)),
+    );
+  }
 }
 
 /** The counts of each account's jobs, from the rows of findJobStateCounts. */

@@ -359,6 +359,59 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
     }
   }, 60_000);
 
+  it('a job in hand renews its lease, sees a sync of its account waiting, and its settling is told', async () => {
+    const { test, jobSchema } = await openJobSchema();
+    const worker = await openQueue(test, { supervise: true });
+    const producer = await openQueue(test);
+    const stop = new AbortController();
+    try {
+      await producer.enqueue([
+        {
+          kind: 'backfill-window',
+          accountId: 'MALEASE',
+          start: '2026-11-01T00:00:00Z',
+          end: '2026-11-03T00:00:00Z',
+          backfillId: 'b1',
+        },
+      ]);
+      const taken = await worker.take();
+      expect(taken?.job.accountId).toBe('MALEASE');
+      if (taken === undefined) return;
+      // A lease of 30 s renewed by heartbeats, within an hour's expiry.
+      expect(taken.renewSeconds).toBe(30);
+      expect(taken.expiresAtMs - taken.leaseEndsAtMs).toBeGreaterThan(3_000_000);
+      const heartbeat = async () =>
+        (
+          await sql<{ at: number }>`
+            SELECT (extract(epoch FROM heartbeat_on) * 1000)::float8 AS at
+            FROM ${sql.id(jobSchema, 'job')} WHERE id = ${taken.id}::uuid`.execute(
+            test.database.root,
+          )
+        ).rows[0]?.at;
+      const before = await heartbeat();
+      await sleep(20);
+      expect(await worker.extend(taken)).toBe(true);
+      expect(await heartbeat()).toBeGreaterThan(before ?? Number.POSITIVE_INFINITY);
+
+      // Only a job of its own account with a higher priority goes ahead of it.
+      await producer.enqueue([{ kind: 'sync', accountId: 'MAOTHER', stream: 'endpoints' }]);
+      expect(await worker.hasWorkAhead(taken)).toBe(false);
+      await producer.enqueue([{ kind: 'sync', accountId: 'MALEASE', stream: 'endpoints' }]);
+      expect(await worker.hasWorkAhead(taken)).toBe(true);
+
+      // `backfill --queue --wait` hears the job settle (it would otherwise wait the 2 minutes).
+      await producer.waitForSettled(0, stop.signal);
+      const told = producer.waitForSettled(120_000, stop.signal);
+      await worker.complete(taken);
+      await told;
+      expect(await worker.extend(taken)).toBe(false);
+    } finally {
+      stop.abort();
+      await producer.stop();
+      await worker.stop();
+    }
+  }, 60_000);
+
   it('wakes an idle worker within a second of a job being enqueued, not at its next poll', async () => {
     const { test } = await openJobSchema();
     const worker = await openQueue(test, { supervise: true });

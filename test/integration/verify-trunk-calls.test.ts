@@ -135,6 +135,9 @@ describe('the verify job', () => {
       enqueue: () => Promise.resolve(),
       take: () => Promise.resolve(undefined),
       waitForWork: () => Promise.resolve(),
+      extend: () => Promise.resolve(true),
+      hasWorkAhead: () => Promise.resolve(false),
+      waitForSettled: () => Promise.resolve(),
       complete: (taken) => Promise.resolve(void settled.push(`complete ${taken.id}`)),
       fail: (taken, reason) => Promise.resolve(void settled.push(`fail ${taken.id}: ${reason}`)),
       keepSchedules: () => Promise.resolve(),
@@ -143,7 +146,15 @@ describe('the verify job', () => {
     return { queue, settled };
   }
   const job: AccountJob = { kind: 'verify', accountId: ACCOUNT.authId };
-  const taken: TakenJob = { id: 'j1', retryCount: 0, job, leaseEndsAtMs: Date.now() + 60_000 };
+  const taken: TakenJob = {
+    id: 'j1',
+    retryCount: 0,
+    job,
+    priority: 0,
+    leaseEndsAtMs: Date.now() + 60_000,
+    renewSeconds: 0,
+    expiresAtMs: Date.now() + 60_000,
+  };
 
   it('completes with days that differ (a finding, kept), and fails when the verify cannot run', async () => {
     const { queue, settled } = recordingQueue();

@@ -47,9 +47,20 @@ function heldJobs(accounts: number) {
       const accountId = waiting.shift();
       if (accountId === undefined) return Promise.resolve(undefined);
       const job: AccountJob = { kind: 'sync', accountId, stream: 'endpoints' };
-      return Promise.resolve({ id: accountId, retryCount: 0, job, leaseEndsAtMs: Infinity });
+      return Promise.resolve({
+        id: accountId,
+        retryCount: 0,
+        job,
+        priority: 0,
+        leaseEndsAtMs: Infinity,
+        renewSeconds: 0,
+        expiresAtMs: Infinity,
+      });
     },
     waitForWork: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    extend: () => Promise.resolve(true),
+    hasWorkAhead: () => Promise.resolve(false),
+    waitForSettled: () => Promise.resolve(),
     complete: () => Promise.resolve(),
     fail: () => Promise.resolve(),
     keepSchedules: () => Promise.resolve(),

@@ -26,6 +26,27 @@ export async function findJobStateCounts(
   return result.rows;
 }
 
+/**
+ * Whether a job of `account` in `queue` other than `exceptId` is due and waiting with a priority
+ * above `priority`: it would go before a job of that priority put back now.
+ */
+export async function hasWaitingJobAbove(
+  root: Kysely<unknown>,
+  jobSchema: string,
+  queue: string,
+  account: string,
+  priority: number,
+  exceptId: string,
+): Promise<boolean> {
+  const result = await sql<{ waiting: boolean }>`
+    SELECT EXISTS (
+      SELECT 1 FROM ${sql.id(jobSchema, 'job')}
+      WHERE name = ${queue} AND group_id = ${account} AND id <> ${exceptId}::uuid
+        AND state IN ('created', 'retry') AND start_after <= now() AND priority > ${priority}
+    ) AS waiting`.execute(root);
+  return result.rows[0]?.waiting === true;
+}
+
 /** Jobs of one account in one state, by stream (backfill jobs count as trunk_calls). */
 export interface StreamJobCount extends JobStateCount {
   readonly stream: string;

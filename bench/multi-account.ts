@@ -156,6 +156,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   let copyAfter: CopyLimitRun;
   let equalPriority: MultiAccountRun;
   const niceRuns: MultiAccountRun[] = [];
+  const tunedRuns: MultiAccountRun[] = [];
   try {
     const dataset = await verifiedDataset(wideSimulator, wide[0]!);
     // The oracle is a pure function of the dataset, so the COPY limit can load as many rows as
@@ -185,18 +186,37 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
         `the simulator's niceness is ${niceness} after asking for ${WIDE_SIMULATOR_NICENESS}`,
       );
     }
+    const tuned = tunedSettings(copyBefore, ceilingRowsPerSecond, wideAccounts);
     for (let round = 1; round <= WIDE_NICE_RUNS; round++) {
-      niceRuns.push(
-        await runBackfill(
+      const name = `${wideAccounts} accounts, simulator at nice ${WIDE_SIMULATOR_NICENESS}`;
+      const runDefaults = () =>
+        runBackfill(
           context,
           wideSimulator,
           dataset,
           wide,
-          `${wideAccounts} accounts, simulator at nice ${WIDE_SIMULATOR_NICENESS}, run ${round}/${WIDE_NICE_RUNS}`,
-        ),
-      );
+          `${name}, run ${round}/${WIDE_NICE_RUNS}`,
+        );
+      // The same with the settings the benchmark used to work out (not a target: a comparison in
+      // the same sitting, alternated with the defaults' run).
+      const runTuned = () =>
+        runBackfill(
+          context,
+          wideSimulator,
+          dataset,
+          wide,
+          `${name}, tuned (${tuned.accountConcurrency} at once, ${tuned.loadConnections} connections), run ${round}/${WIDE_NICE_RUNS}`,
+          tuned,
+        );
+      if (round % 2 === 1) {
+        niceRuns.push(await runDefaults());
+        tunedRuns.push(await runTuned());
+      } else {
+        tunedRuns.push(await runTuned());
+        niceRuns.push(await runDefaults());
+      }
     }
-    runs.push(...niceRuns);
+    runs.push(...niceRuns, ...tunedRuns);
     // Again after the wide run, on the lanes that did best: a machine's speed can drift over
     // minutes (by a quarter within twenty minutes, 2 cores, shared; 2026-11-24), and the mean of
     // the two is the limit while the wide run ran.
@@ -240,6 +260,15 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       ceilingRowsPerSecond,
       wideBoundRowsPerSecond: wideBound,
       wideShare,
+      wideTunedShare: round(
+        medianBy(tunedRuns, (run) => run.rowsPerSecond)!.rowsPerSecond / wideBound,
+        4,
+      ),
+      wideDefaultsOverTunedByRound: niceRuns.map((run, index) =>
+        round(run.rowsPerSecond / tunedRuns[index]!.rowsPerSecond, 3),
+      ),
+      wideCpuMicrosPerRow: cpuMicrosPerRow(many),
+      wideTunedCpuMicrosPerRow: cpuMicrosPerRow(medianBy(tunedRuns, (run) => run.rowsPerSecond)!),
       wideNiceSharesByRun: niceRuns.map((run) => round(run.rowsPerSecond / wideBound, 4)),
       wideAccountConcurrency: many.accountConcurrency,
       tenAccountsAtOnce: ten.accountsAtOnce,
@@ -310,6 +339,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     ],
     tables: [{ title: 'Runs', table: runsTable(runs, ceilingRowsPerSecond) }],
     notes: [
+      `Beside each of the ${wideAccounts}-account runs at nice ${WIDE_SIMULATOR_NICENESS}, alternated with it, the same backfill with the settings an operator had to work out before (TELESYNC_ACCOUNT_CONCURRENCY twice the COPY limit ÷ ${formatInteger(ceilingRowsPerSecond)}, TELESYNC_LOAD_CONNECTIONS the connections the limit was best on): defaults ÷ tuned rows/s ${niceRuns.map((run, index) => `${round(run.rowsPerSecond / tunedRuns[index]!.rowsPerSecond, 3)}×`).join(', ')}; CPU µs a row (telesync / PostgreSQL / simulator) ${formatCpuPerRow(many)} with the defaults against ${formatCpuPerRow(medianBy(tunedRuns, (run) => run.rowsPerSecond)!)} tuned (median runs). Ten accounts ÷ one account by pair: ${pairs.map((pair) => `${pair.ratio}×`).join(', ')}; CPU µs a row ${formatCpuPerRow(ten)} for ten, ${formatCpuPerRow(alone)} for one (the median pair).`,
       `telesync ran with TELESYNC_REQUEST_BUDGET=${rateLimit} and TELESYNC_REQUEST_SHARE=${settings.throttledSharePercent}% per account, and its defaults for the rest: TELESYNC_ACCOUNT_CONCURRENCY unset (auto: every account, within what memory allows at the default batch size; ${formatInteger(alone.accountsAtOnce)}, ${formatInteger(ten.accountsAtOnce)} and ${formatInteger(many.accountsAtOnce)} at once here) and TELESYNC_LOAD_CONNECTIONS unset (${CONFIG_DEFAULTS.loadConnections}). The COPY limit below is measured on 1, 2 and 4 connections and the best is the bound, whatever the runs wrote through.`,
       `The ${wideAccounts} accounts run twice against the same simulator: first with it at the same priority as telesync and PostgreSQL (${formatInteger(equalPriority.rowsPerSecond)} rows/s, ${formatPercent(equalPriorityShare)} of the bound${equalPriorityFullUse === null ? '' : `, ${formatPercent(equalPriorityFullUse / wideBound)} at full use`}), then with it at nice ${WIDE_SIMULATOR_NICENESS}, ${WIDE_NICE_RUNS} times (the target takes the median run: ${niceRuns.map((run) => formatPercent(run.rowsPerSecond / wideBound)).join(', ')}). The simulator stands in for a service whose CPU is on other machines; at equal priority on this machine's cores it delays telesync's event loop, and with it the answers the loading sessions wait for (docs/scaling.md). It serves every request either way, and the 429s and requests per 5 s are still its counts. It renders every account's calls at start (telesync simulate --prerender) and serves pages from those bytes: the same pages for about half its CPU (docs/scaling.md, "The simulator's share of the machine").`,
       `The COPY limit is measured before the ${wideAccounts}-account runs (${formatInteger(copyBefore.rowsPerSecond)} rows/s, best of ${copyBefore.loads.map((load) => `${formatInteger(load.rowsPerSecond)} on ${load.lanes}`).join(', ')} lane(s)) and again after them on ${copyBefore.bestLanes} lane(s) (${formatInteger(copyAfter.rowsPerSecond)}); the bound uses their mean (${formatInteger(copyLimitRowsPerSecond)}), the machine's limit while the runs ran.`,
@@ -318,6 +348,28 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       `The closest any account came to the service's published budget: ${LOAD_WINDOW_REQUESTS + 1} of its requests arrived within ${tightestSpanMs === null ? '(no account made that many)' : `${formatInteger(tightestSpanMs)} ms`} at the simulator (more than ${formatInteger(LOAD_WINDOW_MS)} ms keeps ${LOAD_WINDOW_REQUESTS} per ${LOAD_WINDOW_MS / 1000} s; telesync's limiter spaces each window's starts over the window and an allowance for arrivals lagging their starts).`,
       `Rows are checked per account against the simulator's data (an oracle per account rebuilt from its dataset, checked against the running simulator first) over the range each account's backfill covered, and against the sum of records_upserted.`,
     ],
+  };
+}
+
+/**
+ * Settings an operator would have worked out before telesync chose them (the earlier sizing rule):
+ * accounts at once twice the COPY limit ÷ one account's ceiling, and as many loading connections
+ * as the COPY limit was best on. Run beside the defaults, to compare in one sitting.
+ */
+interface TunedSettings {
+  readonly accountConcurrency: number;
+  readonly loadConnections: number;
+}
+
+function tunedSettings(
+  copy: CopyLimitRun,
+  accountCeilingRowsPerSecond: number,
+  accounts: number,
+): TunedSettings {
+  const byRule = Math.round((2 * copy.rowsPerSecond) / accountCeilingRowsPerSecond);
+  return {
+    accountConcurrency: Math.max(1, Math.min(byRule, accounts, 64)),
+    loadConnections: copy.bestLanes,
   };
 }
 
@@ -372,9 +424,10 @@ async function runBackfill(
   dataset: SimulatorDataset,
   accounts: readonly BenchAccount[],
   scenario: string,
+  tuned?: TunedSettings,
 ): Promise<MultiAccountRun> {
-  const accountConcurrency = automaticConcurrency(accounts.length);
-  const loadConnections = CONFIG_DEFAULTS.loadConnections;
+  const accountConcurrency = tuned?.accountConcurrency ?? automaticConcurrency(accounts.length);
+  const loadConnections = tuned?.loadConnections ?? CONFIG_DEFAULTS.loadConnections;
   const { settings, db } = context;
   // Start with every account's whole budget: nothing in the simulator's sliding window.
   await new Promise((resolve) =>
@@ -400,6 +453,12 @@ async function runBackfill(
       concurrency: settings.concurrency,
       extraEnv: {
         TELESYNC_CONFIG: configPath,
+        ...(tuned === undefined
+          ? {}
+          : {
+              TELESYNC_ACCOUNT_CONCURRENCY: String(tuned.accountConcurrency),
+              TELESYNC_LOAD_CONNECTIONS: String(tuned.loadConnections),
+            }),
         ...budgetEnv(settings.rateLimit, settings.throttledSharePercent),
       },
     });
@@ -488,6 +547,14 @@ function cpuMicrosPerRow(
     postgres: perRow(cpu.postgresSeconds),
     simulator: cpu.simulatorSeconds === null ? null : perRow(cpu.simulatorSeconds),
   };
+}
+
+function formatCpuPerRow(run: MultiAccountRun): string {
+  const perRow = cpuMicrosPerRow(run);
+  if (perRow === null) return 'n/a';
+  return [perRow.telesync, perRow.postgres, perRow.simulator ?? Number.NaN]
+    .map((micros) => micros.toFixed(1))
+    .join(' / ');
 }
 
 /**

@@ -22,17 +22,6 @@ import { clampTimerMs } from '../util/sleep.js';
  * The catch-up exists because timers are late: one asked for 3.4 ms fires after 4 or 5, and without
  * it every later slot would move back by that much (300/s would become 250/s). Below a millisecond
  * of spacing it also lets one wake-up start the several requests that came due meanwhile.
- *
- * Slots lost while requests waited. On a busy machine the process itself is late (a timer 50 ms
- * late, an event loop busy parsing a page, every connection in flight waiting for a slow answer),
- * and the slots that passed meanwhile would be lost for good, on every late wake-up
- * (docs/performance.md, "Slots taken back"). So a request that was already waiting may take a slot
- * back to when it began to wait (at most a window back), and the limiter then starts the requests
- * that came due together, as far as a second rule allows: the last N starts (N = maxPerSecond ×
- * windowSeconds) span at least N × spacing less the catch-up, the window and what the catch-up
- * leaves of the allowance. That rule alone keeps any window of W to N starts, whatever the slots
- * say; the slots keep the starts spaced while nothing is late. A limiter with no request waiting
- * banks nothing: idle time is not a debt.
  */
 
 /**
@@ -52,13 +41,6 @@ const ARRIVAL_JITTER_ALLOWANCE_MS = 50;
  * 45 remain for arrivals lagging their starts).
  */
 const CATCH_UP_MS = 5;
-
-/**
- * Above this many starts in a window the limiter keeps no log of them (memory: 8 bytes each), and
- * late slots are lost beyond the catch-up. No service states a budget that large per account;
- * limiters that large are the unthrottled benchmarks' and tests'.
- */
-const MAX_LOGGED_STARTS = 100_000;
 
 export interface RequestLimiterOptions {
   maxPerSecond: number;
@@ -82,19 +64,11 @@ export class LimiterAbortedError extends Error {
 interface Waiter {
   start: () => void;
   cancelled: boolean;
-  /** When it began to wait (monotonic ms): how far back its slot may go. */
-  queuedAt: number;
 }
 
 export class RequestLimiter {
   readonly spacingMs: number;
   readonly #catchUpMs: number;
-  readonly #windowMs: number;
-  /** The last N start times, oldest at #logHead; undefined past MAX_LOGGED_STARTS. */
-  readonly #log: Float64Array | undefined;
-  #logHead = 0;
-  /** The least time N starts may span: N × spacing. */
-  readonly #logSpanMs: number;
   readonly #maxConcurrent: number;
   readonly #now: () => number;
   readonly #setTimer: (run: () => void, ms: number) => void;
@@ -114,13 +88,6 @@ export class RequestLimiter {
     this.spacingMs =
       (windowSeconds * 1000 + ARRIVAL_JITTER_ALLOWANCE_MS) / (options.maxPerSecond * windowSeconds);
     this.#catchUpMs = CATCH_UP_MS;
-    this.#windowMs = windowSeconds * 1000;
-    const logged = Math.floor(options.maxPerSecond * windowSeconds);
-    this.#log =
-      logged >= 1 && logged <= MAX_LOGGED_STARTS
-        ? new Float64Array(logged).fill(Number.NEGATIVE_INFINITY)
-        : undefined;
-    this.#logSpanMs = logged * this.spacingMs;
     this.#maxConcurrent = Math.floor(options.maxConcurrent);
     this.#now = options.now ?? (() => performance.now());
     this.#setTimer =
@@ -155,7 +122,7 @@ export class RequestLimiter {
     if (signal?.aborted)
       return Promise.reject(new LimiterAbortedError('cancelled before it started'));
     return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { start: resolve, cancelled: false, queuedAt: this.#now() };
+      const waiter: Waiter = { start: resolve, cancelled: false };
       const onAbort = (): void => {
         waiter.cancelled = true;
         reject(new LimiterAbortedError('cancelled before it started'));
@@ -178,35 +145,16 @@ export class RequestLimiter {
         continue;
       }
       const now = this.#now();
-      const slot = this.#slotFor(waiter, now);
+      const slot = Math.max(this.#lastSlot + this.spacingMs, now - this.#catchUpMs);
       if (slot > now) {
         this.#armTimer(slot - now);
         return;
       }
       this.#lastSlot = slot;
-      if (this.#log !== undefined) {
-        this.#log[this.#logHead] = now;
-        this.#logHead = (this.#logHead + 1) % this.#log.length;
-      }
       this.#dequeue();
       this.#inFlight++;
       waiter.start();
     }
-  }
-
-  /**
-   * The earliest time `waiter` may start: its slot after the previous one, no earlier than when it
-   * began to wait (with a log of starts to bound the catch-up; else than now) less the catch-up, and
-   * no earlier than N × spacing after the start N before, less the catch-up.
-   */
-  #slotFor(waiter: Waiter, now: number): number {
-    const next = this.#lastSlot + this.spacingMs;
-    if (this.#log === undefined) return Math.max(next, now - this.#catchUpMs);
-    const waitedFrom = Math.max(Math.min(now, waiter.queuedAt), now - this.#windowMs);
-    // Less the catch-up, as for slots: a start that was itself a few ms late must not push later
-    // ones back by as much, or lateness would add up window after window.
-    const afterNthBefore = this.#log[this.#logHead]! + this.#logSpanMs - this.#catchUpMs;
-    return Math.max(next, waitedFrom - this.#catchUpMs, afterNthBefore);
   }
 
   #dequeue(): void {

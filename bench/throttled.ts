@@ -11,14 +11,15 @@ import {
 } from './support/report.js';
 import { SimulatorOracle } from './support/simulator-oracle.js';
 import { maxOf, median, round } from './support/stats.js';
-import { numberField, runTelesync, stringField } from './support/telesync-command.js';
+import { budgetEnv, numberField, runTelesync, stringField } from './support/telesync-command.js';
 import { verifyStoredRows } from './support/verify-rows.js';
 import { medianCpu } from './support/median-cpu.js';
 
 /**
  * Benchmark 3, throttled service: the simulator enforces the service's published limit (300
- * requests per 5 seconds per account), and telesync, with TELESYNC_MAX_RPS at that rate, backfills
- * enough days to last about two minutes. Target: at least 97% of 300/5 × 20 = 1,200 rows/s over
+ * requests per 5 seconds per account), and telesync, given that budget and the whole of it
+ * (TELESYNC_REQUEST_BUDGET=300/5s, TELESYNC_REQUEST_SHARE=100%), backfills enough days of one
+ * account for about 150,000 calls, two minutes. Target: at least 97% of 300/5 × 20 = 1,200 rows/s over
  * the whole run, and no more than a handful (5) of 429s.
  */
 
@@ -57,7 +58,7 @@ export async function runThrottled(context: BenchContext): Promise<BenchmarkRepo
     const oracle = new SimulatorOracle({ dataset, account: context.account });
     await oracle.verifyAgainst(simulator);
     context.log(
-      `simulator limit ${rateLimit}; telesync TELESYNC_MAX_RPS=${settings.throttledMaxRps}; backfill --days ${days} (~${formatInteger(days * callsPerDay)} calls)`,
+      `simulator limit ${rateLimit}; telesync TELESYNC_REQUEST_SHARE=${settings.throttledSharePercent}%; backfill --days ${days} (~${formatInteger(days * callsPerDay)} calls)`,
     );
     for (let index = 0; index < settings.runs; index++) {
       // Start each run with the simulator's whole budget: nothing in its sliding window.
@@ -73,10 +74,8 @@ export async function runThrottled(context: BenchContext): Promise<BenchmarkRepo
             databaseUrl: settings.databaseUrl,
             schema,
             simulator,
-            maxRps: settings.throttledMaxRps,
             concurrency: settings.concurrency,
-            // The rate held over the service's own window (300 per 5 s), as the README documents.
-            extraEnv: { TELESYNC_RATE_WINDOW_SECONDS: String(windowSeconds) },
+            extraEnv: budgetEnv(settings.rateLimit, settings.throttledSharePercent),
           },
           {
             label: 'throttled telesync backfill',
@@ -131,8 +130,7 @@ export async function runThrottled(context: BenchContext): Promise<BenchmarkRepo
       calls: settings.calls,
       runs: settings.runs,
       simulatorRateLimit: rateLimit,
-      TELESYNC_MAX_RPS: settings.throttledMaxRps,
-      TELESYNC_RATE_WINDOW_SECONDS: windowSeconds,
+      ...budgetEnv(settings.rateLimit, settings.throttledSharePercent),
       TELESYNC_CONCURRENCY: settings.concurrency,
       days,
       targetSeconds: settings.throttledSeconds,
@@ -171,7 +169,7 @@ export async function runThrottled(context: BenchContext): Promise<BenchmarkRepo
     ],
     tables: [{ title: 'Runs', table: runsTable(runs) }],
     notes: [
-      `telesync ran with TELESYNC_MAX_RPS=${settings.throttledMaxRps} and TELESYNC_RATE_WINDOW_SECONDS=${windowSeconds} (the documented settings; its default, ${CONFIG_DEFAULTS.maxRps}, would cap a backfill at ${formatInteger(CONFIG_DEFAULTS.maxRps * PAGE_ROWS)} rows/s, ${Math.round(((CONFIG_DEFAULTS.maxRps * PAGE_ROWS) / budgetRowsPerSecond) * 100)}% of the budget). Its limiter keeps a small margin under the set rate (an allowance for arrival jitter), so the requests/s column shows how close to ${settings.throttledMaxRps}/s it actually went.`,
+      `telesync ran with TELESYNC_REQUEST_BUDGET=${rateLimit} and TELESYNC_REQUEST_SHARE=${settings.throttledSharePercent}% (the whole budget: its limiter then holds ${limitRequests} requests per ${windowSeconds} s, over the service's own window; the default share, ${CONFIG_DEFAULTS.requestShare * 100}%, leaves the rest to the account's other traffic). The limiter keeps a small margin under the budget (an allowance for arrival jitter), so the requests/s column shows how close to ${limitRequests / windowSeconds}/s it actually went.`,
       'Rows/s is rows stored ÷ wall time of the whole command (start-up included); the column "inside" uses the command\'s own duration. 429s are counted by the simulator (its rate limiter), not by telesync.',
       ...(shared !== undefined ? [shared] : []),
       `The day range is chosen from the dataset (${formatInteger(callsPerDay)} calls a day) for a backfill of about ${settings.throttledSeconds} s; each run starts after the limiter's ${windowSeconds}-second window has emptied.`,

@@ -24,8 +24,11 @@ export interface BenchSettings {
   readonly unthrottledMaxRps: number;
   /** The service's published limit, enforced by the simulator in the throttled benchmark. */
   readonly rateLimit: { readonly requests: number; readonly windowSeconds: number };
-  /** TELESYNC_MAX_RPS of the throttled benchmark. */
-  readonly throttledMaxRps: number;
+  /**
+   * TELESYNC_REQUEST_SHARE of the throttled benchmarks (3 and 7), in percent of the service's
+   * budget (TELESYNC_REQUEST_BUDGET, given as rateLimit).
+   */
+  readonly throttledSharePercent: number;
   /** How long the throttled backfill should last; its day range is chosen from the dataset. */
   readonly throttledSeconds: number;
   /** Whole UTC days of the slice the naive reference and telesync both sync. */
@@ -65,7 +68,7 @@ export const USAGE = `npm run bench -- [options]
   --only <names>          comma-separated: ${BENCHMARK_NAMES.join(', ')}
   --concurrency <n>       TELESYNC_CONCURRENCY for telesync and the fetch limit (default ${CONFIG_DEFAULTS.concurrency})
   --max-rps <n>           TELESYNC_MAX_RPS of the unthrottled runs (default 100000)
-  --throttled-max-rps <n> TELESYNC_MAX_RPS of the throttled run (default 60)
+  --throttled-share <n>   TELESYNC_REQUEST_SHARE of the throttled runs, in % (default 100)
   --throttled-seconds <n> target length of the throttled backfill (default 120)
   --naive-days <n>        days of the naive comparison slice (default 30, one full window; 3 with --quick)
   --loader-rows <n>       rows per load in the loader choice (default 100,000)
@@ -89,6 +92,12 @@ function positiveInteger(name: string, raw: string | undefined, fallback: number
   return value;
 }
 
+function sharePercent(raw: string | undefined): number {
+  const value = positiveInteger('--throttled-share', raw, 100);
+  if (value > 100) throw new HarnessError(`--throttled-share must be at most 100 (got "${raw}")`);
+  return value;
+}
+
 export function parseBenchSettings(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
@@ -104,7 +113,7 @@ export function parseBenchSettings(
       only: { type: 'string' },
       concurrency: { type: 'string' },
       'max-rps': { type: 'string' },
-      'throttled-max-rps': { type: 'string' },
+      'throttled-share': { type: 'string' },
       'throttled-seconds': { type: 'string' },
       'naive-days': { type: 'string' },
       'loader-rows': { type: 'string' },
@@ -153,7 +162,7 @@ export function parseBenchSettings(
     concurrency: positiveInteger('--concurrency', values.concurrency, CONFIG_DEFAULTS.concurrency),
     unthrottledMaxRps: positiveInteger('--max-rps', values['max-rps'], 100_000),
     rateLimit: { requests: 300, windowSeconds: 5 },
-    throttledMaxRps: positiveInteger('--throttled-max-rps', values['throttled-max-rps'], 60),
+    throttledSharePercent: sharePercent(values['throttled-share']),
     throttledSeconds: positiveInteger(
       '--throttled-seconds',
       values['throttled-seconds'],

@@ -14,12 +14,26 @@ export interface TelesyncSettings {
   readonly simulator: SimulatorProcess;
   /** Where telesync sends its requests, when not straight to the simulator (a logging proxy). */
   readonly baseUrl?: string;
-  /** TELESYNC_MAX_RPS. */
-  readonly maxRps: number;
+  /** TELESYNC_MAX_RPS, when the run sets the rate that way (the budget's settings go in extraEnv). */
+  readonly maxRps?: number;
   /** TELESYNC_CONCURRENCY. */
   readonly concurrency: number;
   /** Any other TELESYNC_* settings. */
   readonly extraEnv?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The request budget settings of a throttled run: the simulator's limit as the service's budget,
+ * and the share of it telesync may use.
+ */
+export function budgetEnv(
+  rateLimit: { readonly requests: number; readonly windowSeconds: number },
+  sharePercent: number,
+): Record<string, string> {
+  return {
+    TELESYNC_REQUEST_BUDGET: `${rateLimit.requests}/${rateLimit.windowSeconds}s`,
+    TELESYNC_REQUEST_SHARE: `${sharePercent}%`,
+  };
 }
 
 export function telesyncEnv(settings: TelesyncSettings): Record<string, string> {
@@ -30,7 +44,7 @@ export function telesyncEnv(settings: TelesyncSettings): Record<string, string> 
     TELESYNC_BASE_URL: settings.baseUrl ?? settings.simulator.url,
     TELESYNC_AUTH_ID: settings.simulator.account.authId,
     TELESYNC_AUTH_TOKEN: settings.simulator.account.authToken,
-    TELESYNC_MAX_RPS: String(settings.maxRps),
+    ...(settings.maxRps === undefined ? {} : { TELESYNC_MAX_RPS: String(settings.maxRps) }),
     TELESYNC_CONCURRENCY: String(settings.concurrency),
     TELESYNC_LOG_LEVEL: 'warn',
     ...settings.extraEnv,

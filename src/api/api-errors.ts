@@ -129,7 +129,8 @@ const STATUS_MEANING: Readonly<Record<number, { cause: string; advice?: string }
   405: { cause: 'method not allowed' },
   429: {
     cause: 'rate limited by the service',
-    advice: 'lower TELESYNC_MAX_RPS if this persists',
+    advice:
+      'lower TELESYNC_REQUEST_SHARE if this persists (other clients of the account share its budget)',
   },
 };
 

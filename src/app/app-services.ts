@@ -1,4 +1,9 @@
-import { planRateWarning, type ApiSettings } from '../api/api-settings.js';
+import {
+  describeRequestBudget,
+  planLegacyRateNote,
+  planRateWarning,
+  type ApiSettings,
+} from '../api/api-settings.js';
 import { TelephonyClient } from '../api/telephony-client.js';
 import { HttpTransport } from '../api/transport.js';
 import { ConfigError } from '../config/config-errors.js';
@@ -90,7 +95,10 @@ export interface AccountClients {
   readonly close: () => Promise<void>;
 }
 
-/** Builds the clients of `accounts`; retries are logged as warnings, naming the account. */
+/**
+ * Builds the clients of `accounts`; retries are logged as warnings, naming the account. Says once
+ * what each account's limiter will use of the service's budget (a process builds its clients once).
+ */
 export function createAccountClients(
   api: ApiSettings,
   accounts: readonly AccountConfig[],
@@ -98,6 +106,9 @@ export function createAccountClients(
 ): AccountClients {
   const rateWarning = planRateWarning(api);
   if (rateWarning !== undefined) log.warn(rateWarning);
+  else log.info(describeRequestBudget(api));
+  const legacyNote = planLegacyRateNote(api);
+  if (legacyNote !== undefined) log.info(legacyNote);
   const transports = accounts.map(
     (account) =>
       new HttpTransport({

@@ -108,7 +108,7 @@ export function formatPreview(preview: RunPreview, maxRps: number): string {
 /** What a previewed run costs in requests, saying what only the service can tell as such. */
 function formatPreviewRequests(preview: RunPreview, maxRps: number): string {
   const known = number.format(preview.requestsKnown);
-  const atRate = `at TELESYNC_MAX_RPS=${maxRps}`;
+  const atRate = `at ${maxRps} requests/s (the rate set for the account)`;
   if (preview.unknownParts === 0)
     return `${known}; ${atRate}: ${durationAtRate(preview.requestsKnown, maxRps)}`;
   if (preview.stream !== 'trunk_calls' && preview.lookupsDue === null)

@@ -1,6 +1,6 @@
 import { IANAZone } from 'luxon';
 import { validate as isValidCron } from 'node-cron';
-import type { ApiSettings } from '../api/api-settings.js';
+import { SERVICE_REQUEST_BUDGET, type ApiSettings } from '../api/api-settings.js';
 import type { DatabaseSettings } from '../db/database-settings.js';
 import type { JobSettings } from '../jobs/job-settings.js';
 import { TRUNK_HISTORY_DAYS, TRUNK_MAX_RANGE_DAYS } from '../domain/service-rules.js';
@@ -11,9 +11,11 @@ import { SCHEDULE_OFF } from '../scheduler/schedule-settings.js';
 import type { SyncSettings } from '../sync/sync-settings.js';
 import type { LogLevel } from '../util/logger.js';
 import { TIMER_MAX_MS } from '../util/sleep.js';
+import { autoAccountConcurrency } from './auto-account-concurrency.js';
 import { CONFIG_DEFAULTS, scheduleVariable } from './config-defaults.js';
 import type { HorizonAlarmSettings, ScheduleConfig } from './config-types.js';
 import type { EnvReader } from './env-reader.js';
+import { parseRequestBudget, parseRequestShare, requestsAtShare } from './parse-request-budget.js';
 
 /**
  * One reader per component: each assembles the settings type its component declares, from the
@@ -84,7 +86,10 @@ export function readLogLevel(reader: EnvReader): LogLevel {
   return logLevel;
 }
 
-/** TELESYNC_BASE_URL, TELESYNC_MAX_RPS, TELESYNC_CONCURRENCY, TELESYNC_HTTP_TIMEOUT_MS, TELESYNC_MAX_RETRIES. */
+/**
+ * TELESYNC_BASE_URL, TELESYNC_REQUEST_BUDGET, TELESYNC_REQUEST_SHARE (or the older TELESYNC_MAX_RPS,
+ * TELESYNC_RATE_WINDOW_SECONDS), TELESYNC_CONCURRENCY, TELESYNC_HTTP_TIMEOUT_MS, TELESYNC_MAX_RETRIES.
+ */
 export function readApiSettings(reader: EnvReader): ApiSettings {
   const D = CONFIG_DEFAULTS;
   const baseUrl = reader.string('TELESYNC_BASE_URL', D.baseUrl).replace(/\/+$/, '');
@@ -96,8 +101,7 @@ export function readApiSettings(reader: EnvReader): ApiSettings {
   }
   return {
     baseUrl,
-    maxRps: reader.positiveNumber('TELESYNC_MAX_RPS', D.maxRps),
-    rateWindowSeconds: reader.integerIn('TELESYNC_RATE_WINDOW_SECONDS', D.rateWindowSeconds, 1, 60),
+    ...readRequestRate(reader),
     concurrency: reader.positiveInteger('TELESYNC_CONCURRENCY', D.concurrency),
     // A timer cannot hold more; past it every request would time out at once.
     timeoutMs: reader.integerIn('TELESYNC_HTTP_TIMEOUT_MS', D.timeoutMs, 1, TIMER_MAX_MS),
@@ -118,17 +122,100 @@ export function readApiSettings(reader: EnvReader): ApiSettings {
 }
 
 /**
- * TELESYNC_ACCOUNT_CONCURRENCY: accounts worked on at once in one process. Each has its own
- * transport and budget, so this bounds database connections and memory, not the service's rate.
+ * The rate each account's limiter holds: TELESYNC_REQUEST_SHARE of TELESYNC_REQUEST_BUDGET, over
+ * the budget's own window (a limiter counting over the service's window can go nearer its rate:
+ * RequestLimiter). The older TELESYNC_MAX_RPS and TELESYNC_RATE_WINDOW_SECONDS still set it as
+ * before when given, and may not be mixed with the new ones.
  */
-export function readAccountConcurrency(reader: EnvReader): number {
-  return reader.integerIn(
-    'TELESYNC_ACCOUNT_CONCURRENCY',
-    CONFIG_DEFAULTS.accountConcurrency,
-    1,
-    MAX_ACCOUNT_CONCURRENCY,
+function readRequestRate(
+  reader: EnvReader,
+): Pick<ApiSettings, 'serviceBudget' | 'maxRps' | 'rateWindowSeconds' | 'legacyRateVariables'> {
+  const D = CONFIG_DEFAULTS;
+  const budgetText = reader.string('TELESYNC_REQUEST_BUDGET', D.requestBudget);
+  const parsedBudget = parseRequestBudget(budgetText);
+  let serviceBudget = SERVICE_REQUEST_BUDGET;
+  if ('problem' in parsedBudget) {
+    reader.problem(
+      'TELESYNC_REQUEST_BUDGET',
+      `${parsedBudget.problem}; give the service's budget per account as it states it (default "${D.requestBudget}")`,
+    );
+  } else {
+    serviceBudget = parsedBudget;
+  }
+  const shareText = reader.optionalString('TELESYNC_REQUEST_SHARE');
+  let share: number = D.requestShare;
+  if (shareText !== undefined) {
+    const parsed = parseRequestShare(shareText);
+    if (typeof parsed === 'number') share = parsed;
+    else
+      reader.problem(
+        'TELESYNC_REQUEST_SHARE',
+        `${parsed.problem} (default ${D.requestShare * 100}%)`,
+      );
+  }
+
+  const legacyRateVariables = LEGACY_RATE_VARIABLES.filter(
+    (key) => reader.optionalString(key) !== undefined,
   );
+  if (legacyRateVariables.length > 0) {
+    const mixed = ['TELESYNC_REQUEST_BUDGET', 'TELESYNC_REQUEST_SHARE'].filter(
+      (key) => reader.optionalString(key) !== undefined,
+    );
+    if (mixed.length > 0) {
+      reader.problem(
+        legacyRateVariables[0]!,
+        `is set with ${mixed.join(' and ')}, which replace${mixed.length === 1 ? 's' : ''} it: unset ${legacyRateVariables.join(' and ')} and give the share of the service's budget telesync may use in TELESYNC_REQUEST_SHARE (100% for all of it)`,
+      );
+    }
+    return {
+      serviceBudget,
+      maxRps: reader.positiveNumber('TELESYNC_MAX_RPS', D.legacyMaxRps),
+      rateWindowSeconds: reader.integerIn('TELESYNC_RATE_WINDOW_SECONDS', 1, 1, 60),
+      legacyRateVariables,
+    };
+  }
+  return {
+    serviceBudget,
+    maxRps: requestsAtShare(serviceBudget, share) / serviceBudget.windowSeconds,
+    rateWindowSeconds: serviceBudget.windowSeconds,
+    legacyRateVariables,
+  };
 }
+
+/** The variables that set the rate before TELESYNC_REQUEST_BUDGET and TELESYNC_REQUEST_SHARE. */
+const LEGACY_RATE_VARIABLES = ['TELESYNC_MAX_RPS', 'TELESYNC_RATE_WINDOW_SECONDS'] as const;
+
+/**
+ * TELESYNC_ACCOUNT_CONCURRENCY: accounts worked on at once in one process, `auto` (the default:
+ * autoAccountConcurrency, from the `accounts` configured and the batch size) or a number. Each
+ * account has its own transport and budget, so this bounds database connections and memory, not
+ * the service's rate.
+ */
+export function readAccountConcurrency(
+  reader: EnvReader,
+  accounts: number,
+  batchSize: number,
+): number {
+  const raw = reader.optionalString('TELESYNC_ACCOUNT_CONCURRENCY');
+  const automatic = autoAccountConcurrency({
+    accounts,
+    batchSize,
+    maxAccounts: MAX_ACCOUNT_CONCURRENCY,
+  });
+  if (raw === undefined || raw.toLowerCase() === AUTO) return automatic;
+  const value = /^[0-9]{1,3}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(value >= 1 && value <= MAX_ACCOUNT_CONCURRENCY)) {
+    reader.problem(
+      'TELESYNC_ACCOUNT_CONCURRENCY',
+      `"${raw}" is not "${AUTO}" or a whole number from 1 to ${MAX_ACCOUNT_CONCURRENCY}; leave it unset (or "${AUTO}") to let telesync choose`,
+    );
+    return automatic;
+  }
+  return value;
+}
+
+/** TELESYNC_ACCOUNT_CONCURRENCY's value for the automatic choice (also its default). */
+const AUTO = 'auto';
 
 /** The TELESYNC_JOB_* variables of src/jobs/job-settings.ts (workers and `backfill --queue`). */
 export function readJobSettings(reader: EnvReader): JobSettings {

@@ -10,16 +10,18 @@ export const CONFIG_DEFAULTS = {
   // The service this spec describes publishes its API at this address; override for a proxy,
   // a regional endpoint or the simulator.
   baseUrl: 'https://api.plivo.com',
-  maxRps: 50,
-  rateWindowSeconds: 1,
+  // The service's budget per account, as its documentation states it (spec §8).
+  requestBudget: '300/5s',
+  // The account's budget is also the customer's own applications': a fifth of it stays theirs
+  // while telesync reads, about what telesync's earlier default (50 requests/s) left them.
+  requestShare: 0.8,
+  // TELESYNC_MAX_RPS's default, when only TELESYNC_RATE_WINDOW_SECONDS of the older pair is given.
+  legacyMaxRps: 50,
   concurrency: 8,
   timeoutMs: 30_000,
   maxRetries: 8,
   retryAfterMaxSeconds: 120,
   maxBodyBytes: 32 * 1024 * 1024,
-  // Accounts worked on at once in one process: each holds a few database connections and its
-  // own request budget; 4 fits a 2-core machine with the default pool.
-  accountConcurrency: 4,
   jobLeaseSeconds: 60,
   jobRetryLimit: 8,
   jobRetryDelaySeconds: 5,

@@ -44,6 +44,8 @@ const FILE_KEYS: Readonly<Record<string, string>> = {
   'database.data_dir': 'TELESYNC_DATA_DIR',
   'database.schema': 'TELESYNC_SCHEMA',
   'api.base_url': 'TELESYNC_BASE_URL',
+  'api.request_budget': 'TELESYNC_REQUEST_BUDGET',
+  'api.request_share': 'TELESYNC_REQUEST_SHARE',
   'api.max_rps': 'TELESYNC_MAX_RPS',
   'api.rate_window_seconds': 'TELESYNC_RATE_WINDOW_SECONDS',
   'api.concurrency': 'TELESYNC_CONCURRENCY',

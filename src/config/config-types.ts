@@ -42,7 +42,10 @@ export interface TelesyncConfig {
   /** Accounts to sync; empty when no credentials are configured (fine for `migrate`, `status`). */
   readonly accounts: readonly AccountConfig[];
   readonly api: ApiSettings;
-  /** Accounts worked on at once in one process (TELESYNC_ACCOUNT_CONCURRENCY, default 4). */
+  /**
+   * Accounts worked on at once in one process: TELESYNC_ACCOUNT_CONCURRENCY, or when it is `auto`
+   * (the default) autoAccountConcurrency's choice for the accounts configured.
+   */
   readonly accountConcurrency: number;
   readonly sync: SyncSettings;
   /** How workers take and hold jobs (TELESYNC_JOB_*). */

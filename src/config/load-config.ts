@@ -33,12 +33,14 @@ export function loadConfig(env: Env, file?: ConfigFile): TelesyncConfig {
   const database = readDatabaseSettings(reader);
   const logLevel = readLogLevel(reader);
   const accounts = readAccounts(reader, sources.fileAccounts, problems);
+  const api = readApiSettings(reader);
+  const sync = readSyncSettings(reader);
   const config: TelesyncConfig = {
     database,
     accounts,
-    api: readApiSettings(reader),
-    accountConcurrency: readAccountConcurrency(reader),
-    sync: readSyncSettings(reader),
+    api,
+    accountConcurrency: readAccountConcurrency(reader, accounts.length, sync.batchSize),
+    sync,
     jobs: readJobSettings(reader),
     schedule: readScheduleConfig(reader),
     callbacks: readStreamCallbackSettings(reader),

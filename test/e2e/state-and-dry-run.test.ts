@@ -70,7 +70,9 @@ describe('dry runs change nothing and send nothing', () => {
       'dry run: nothing is sent to the service and nothing is written',
     );
     expect(result.stdout).toMatch(/count \(read before\), [\d,]+ known from the ledger, 1 request/);
-    expect(result.stdout).toMatch(/requests: .*at TELESYNC_MAX_RPS=4: /);
+    expect(result.stdout).toMatch(
+      /requests: .*at 4 requests\/s \(the rate set for the account\): /,
+    );
     expect(result.stdout).toMatch(
       /^messages +MA_E2E_STATE {2}dry run \(sync\): 0 lookups pending/m,
     );

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/api-errors.js';
-import { planRateWarning } from '../../src/api/api-settings.js';
+import {
+  describeRequestBudget,
+  planLegacyRateNote,
+  planRateWarning,
+} from '../../src/api/api-settings.js';
 import { formatBackfillCoverage } from '../../src/cli/backfill-command.js';
 import type { CliIo } from '../../src/cli/cli-io.js';
 import { explainBackfillCount, formatDecimalText } from '../../src/cli/demo-command.js';
@@ -188,12 +192,46 @@ describe('run lines and errors say things once', () => {
     expect(withLineAndColumn(message, text)).not.toMatch(/position/);
   });
 
-  it('warns when TELESYNC_MAX_RPS is above the service limit, but not for the local simulator', () => {
-    expect(planRateWarning({ baseUrl: 'https://api.example.com', maxRps: 61 })).toMatch(
-      /^TELESYNC_MAX_RPS=61 is above the service's limit of 60 requests per second/,
+  it("warns when the rate is above the service's budget, but not for the local simulator", () => {
+    const service = { requests: 300, windowSeconds: 5 };
+    const api = (baseUrl: string, maxRps: number, rateWindowSeconds = 1) => ({
+      baseUrl,
+      serviceBudget: service,
+      maxRps,
+      rateWindowSeconds,
+    });
+    expect(planRateWarning(api('https://api.example.com', 61))).toBe(
+      "at most 61 requests per 1 s per account: 101.7% of the service's 300 per 5 s: above what the service allows, " +
+        '300 requests per 5 s per account; expect 429 answers and retries that slow runs down; ' +
+        'set TELESYNC_REQUEST_SHARE to 100% or less (and leave TELESYNC_MAX_RPS unset)',
     );
-    expect(planRateWarning({ baseUrl: 'https://api.example.com', maxRps: 60 })).toBeUndefined();
-    expect(planRateWarning({ baseUrl: 'http://127.0.0.1:4010', maxRps: 5000 })).toBeUndefined();
+    expect(planRateWarning(api('https://api.example.com', 60, 5))).toBeUndefined();
+    expect(planRateWarning(api('http://127.0.0.1:4010', 5000))).toBeUndefined();
+  });
+
+  it("says what each account will use of the service's budget, and names the settings that replace the old ones", () => {
+    const service = { requests: 300, windowSeconds: 5 };
+    expect(
+      describeRequestBudget({ serviceBudget: service, maxRps: 48, rateWindowSeconds: 5 }),
+    ).toBe("at most 240 requests per 5 s per account: 80% of the service's 300");
+    expect(
+      describeRequestBudget({ serviceBudget: service, maxRps: 60, rateWindowSeconds: 5 }),
+    ).toBe("at most 300 requests per 5 s per account: 100% of the service's 300");
+    expect(
+      describeRequestBudget({ serviceBudget: service, maxRps: 55, rateWindowSeconds: 1 }),
+    ).toBe("at most 55 requests per 1 s per account: 91.7% of the service's 300 per 5 s");
+    const legacy = {
+      serviceBudget: service,
+      maxRps: 55,
+      rateWindowSeconds: 1,
+      legacyRateVariables: ['TELESYNC_MAX_RPS'],
+    };
+    expect(planLegacyRateNote(legacy)).toBe(
+      'TELESYNC_MAX_RPS still works; what replaces it: TELESYNC_REQUEST_BUDGET (the service\'s budget as it states it, default "300/5s") ' +
+        'and TELESYNC_REQUEST_SHARE (the share of it telesync uses, default 80%); ' +
+        "the same rate over the service's window is TELESYNC_REQUEST_SHARE=91.7%",
+    );
+    expect(planLegacyRateNote({ ...legacy, legacyRateVariables: [] })).toBeUndefined();
   });
 });
 

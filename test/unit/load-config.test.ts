@@ -13,8 +13,11 @@ describe('loadConfig', () => {
     expect(config.accounts).toEqual([]);
     expect(config.api).toEqual({
       baseUrl: CONFIG_DEFAULTS.baseUrl,
-      maxRps: 50,
-      rateWindowSeconds: 1,
+      serviceBudget: { requests: 300, windowSeconds: 5 },
+      // 80% of 300 per 5 s, held over the service's own window.
+      maxRps: 48,
+      rateWindowSeconds: 5,
+      legacyRateVariables: [],
       concurrency: 8,
       timeoutMs: 30_000,
       maxRetries: 8,
@@ -50,8 +53,10 @@ describe('loadConfig', () => {
     ]);
     expect(config.api).toEqual({
       baseUrl: 'http://127.0.0.1:8080',
+      serviceBudget: { requests: 300, windowSeconds: 5 },
       maxRps: 12.5,
       rateWindowSeconds: 5,
+      legacyRateVariables: ['TELESYNC_MAX_RPS', 'TELESYNC_RATE_WINDOW_SECONDS'],
       concurrency: 3,
       timeoutMs: 1000,
       maxRetries: 0,
@@ -223,14 +228,82 @@ describe('hostile configuration', () => {
     expect(problemsOf({ TELESYNC_LOAD_CONNECTIONS: '65' })).toContain('TELESYNC_LOAD_CONNECTIONS');
   });
 
-  it('reads the accounts at once from the environment, 4 by default, 1 to 64', () => {
-    expect(loadConfig({}).accountConcurrency).toBe(4);
+  it('reads the accounts at once from the environment, 1 to 64', () => {
     expect(loadConfig({ TELESYNC_ACCOUNT_CONCURRENCY: '64' }).accountConcurrency).toBe(64);
-    expect(problemsOf({ TELESYNC_ACCOUNT_CONCURRENCY: '0' })).toContain(
-      'TELESYNC_ACCOUNT_CONCURRENCY',
+    expect(loadConfig({ TELESYNC_ACCOUNT_CONCURRENCY: '3' }).accountConcurrency).toBe(3);
+    for (const raw of ['0', '65', '2.5', 'many', 'automatic']) {
+      expect(problemsOf({ TELESYNC_ACCOUNT_CONCURRENCY: raw })).toContain(
+        `TELESYNC_ACCOUNT_CONCURRENCY: "${raw}" is not "auto" or a whole number from 1 to 64`,
+      );
+    }
+  });
+
+  it('works out the accounts at once when the setting is auto or unset: every account, within memory', () => {
+    const accounts = (count: number) =>
+      JSON.stringify({
+        accounts: Array.from({ length: count }, (_, index) => ({
+          auth_id: `MA${index}`,
+          auth_token: `token-${index}`,
+        })),
+      });
+    const withAccounts = (count: number, env: Record<string, string> = {}) =>
+      loadConfig(env, { path: '/x.json', text: accounts(count) }).accountConcurrency;
+    expect(loadConfig({}).accountConcurrency).toBe(1);
+    expect(withAccounts(1)).toBe(1);
+    expect(withAccounts(10)).toBe(10);
+    expect(withAccounts(50)).toBe(30);
+    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'auto' })).toBe(30);
+    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'AUTO' })).toBe(30);
+    // Larger batches hold more memory per account: fewer at once.
+    expect(withAccounts(50, { TELESYNC_BATCH_SIZE: '20000' })).toBeLessThan(10);
+    // A number still overrides it.
+    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: '7' })).toBe(7);
+  });
+
+  it("holds each account to a share of the service's budget, over its window", () => {
+    const api = (env: Record<string, string>) => loadConfig(env).api;
+    expect(api({ TELESYNC_REQUEST_SHARE: '100%' })).toMatchObject({
+      maxRps: 60,
+      rateWindowSeconds: 5,
+    });
+    expect(api({ TELESYNC_REQUEST_SHARE: '0.5' })).toMatchObject({ maxRps: 30 });
+    expect(
+      api({ TELESYNC_REQUEST_BUDGET: '1000/1m', TELESYNC_REQUEST_SHARE: '90%' }),
+    ).toMatchObject({
+      serviceBudget: { requests: 1000, windowSeconds: 60 },
+      maxRps: 15,
+      rateWindowSeconds: 60,
+    });
+    expect(
+      loadConfig(
+        {},
+        { path: '/x.json', text: '{"api":{"request_budget":"100/s","request_share":1}}' },
+      ).api,
+    ).toMatchObject({ serviceBudget: { requests: 100, windowSeconds: 1 }, maxRps: 100 });
+  });
+
+  it('refuses a budget or share it cannot read, saying what it takes', () => {
+    expect(problemsOf({ TELESYNC_REQUEST_BUDGET: '300' })).toContain(
+      'TELESYNC_REQUEST_BUDGET: "300" is not a budget such as "300/5s"',
     );
-    expect(problemsOf({ TELESYNC_ACCOUNT_CONCURRENCY: '65' })).toContain(
-      'TELESYNC_ACCOUNT_CONCURRENCY',
+    expect(problemsOf({ TELESYNC_REQUEST_SHARE: '120%' })).toContain(
+      'TELESYNC_REQUEST_SHARE: "120%" is not a share above 0% and at most 100%',
+    );
+    expect(problemsOf({ TELESYNC_REQUEST_SHARE: '80' })).toContain('such as 80% or 0.8');
+  });
+
+  it('keeps the older TELESYNC_MAX_RPS and TELESYNC_RATE_WINDOW_SECONDS, but not mixed with the new ones', () => {
+    expect(loadConfig({ TELESYNC_MAX_RPS: '55' }).api).toMatchObject({
+      maxRps: 55,
+      rateWindowSeconds: 1,
+      legacyRateVariables: ['TELESYNC_MAX_RPS'],
+    });
+    expect(loadConfig({ TELESYNC_RATE_WINDOW_SECONDS: '5' }).api).toMatchObject({
+      maxRps: 50,
+      rateWindowSeconds: 5,
+    });
+    expect(problemsOf({ TELESYNC_MAX_RPS: '55', TELESYNC_REQUEST_SHARE: '90%' })).toContain(
+      'TELESYNC_MAX_RPS: is set with TELESYNC_REQUEST_SHARE, which replaces it: unset TELESYNC_MAX_RPS',
     );
   });
 

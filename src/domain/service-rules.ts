@@ -23,6 +23,3 @@ export const RATE_BUDGET_REQUESTS = 300;
 
 /** …in any window of this many seconds. */
 export const RATE_BUDGET_WINDOW_SECONDS = 5;
-
-/** The budget as requests per second per account: more is refused with 429. */
-export const SERVICE_MAX_RPS = RATE_BUDGET_REQUESTS / RATE_BUDGET_WINDOW_SECONDS;

@@ -119,6 +119,22 @@ export class CopyText {
     return picked;
   }
 
+  /**
+   * Writes `bytes` over the start of every row: each row must begin with a field of exactly that
+   * length (a placeholder written when the row was added), and `bytes` must hold no tab, newline
+   * or backslash. Lets a value known only when the rows are sent (the transaction's stamp) go in
+   * every row without copying the rows again.
+   */
+  overwriteRowStarts(bytes: Buffer): void {
+    for (const chunk of this.chunks()) {
+      for (let start = 0; start < chunk.length;) {
+        bytes.copy(chunk, start);
+        start = chunk.indexOf(NEWLINE, start + bytes.length) + 1;
+        if (start === 0) break;
+      }
+    }
+  }
+
   /** The filled part of every chunk, in order. */
   chunks(): Buffer[] {
     const chunks = [...this.#chunks];

@@ -104,12 +104,22 @@ export const ONE_TRANSACTION_PER_UNIT: LoadBatching = {
   batchSize: Number.POSITIVE_INFINITY,
 };
 
+/** The most batches a lane upserts before trying one directly again (Lane.directSkip). */
+const MAX_DIRECT_BACKOFF = 64;
+
 /** One lane: a buffer and a chain of transactions, one after the other. */
 class Lane {
   rows: PreparedRows;
   rejects: RejectedRecord[] = [];
   queue: Promise<void> = Promise.resolve();
   queuedRows = 0;
+  /**
+   * Batches to upsert before trying one directly into the table again (UpsertOptions.direct), and
+   * how many the next conflict skips: doubled by each conflict in a row, so a run re-reading rows
+   * it holds already soon stops trying, and one that moves on to new rows soon tries again.
+   */
+  directSkip = 0;
+  directBackoff = 1;
 
   constructor(
     readonly spec: DataTableSpec,
@@ -334,7 +344,7 @@ export class BatchLoader {
     lane.queue = lane.queue.then(async () => {
       try {
         if (after !== undefined) await after;
-        if (this.#failure === undefined) await this.#write(rows, rejects, hook);
+        if (this.#failure === undefined) await this.#write(lane, rows, rejects, hook);
       } catch (error) {
         this.#failure ??= error;
       } finally {
@@ -346,18 +356,21 @@ export class BatchLoader {
   }
 
   async #write(
+    lane: Lane,
     rows: PreparedRows,
     rejects: RejectedRecord[],
     hook: CommitHook | undefined,
   ): Promise<void> {
     if (rows.length === 0 && rejects.length === 0 && hook === undefined) return;
     const { database, stats, runId, lockLost, loadGate } = this.target;
+    const direct = lane.directSkip === 0;
+    if (!direct) lane.directSkip--;
     const transaction = async (): Promise<UpsertResult> => {
       // Stamped and checked when the transaction begins, after any wait for the gate.
       const syncedAt = formatIsoMicros(this.target.now());
       lockLost?.throwIfAborted();
       return database.db.transaction().execute(async (trx) => {
-        const upsert = await upsertPreparedRows(trx, database.schema, rows, syncedAt);
+        const upsert = await upsertPreparedRows(trx, database.schema, rows, syncedAt, { direct });
         await quarantineRecords(trx, database.schema, rejects, runId);
         if (hook !== undefined) await hook(trx, syncedAt);
         // Checked again last: a lock lost while this transaction ran rolls it back.
@@ -366,6 +379,12 @@ export class BatchLoader {
       });
     };
     const result = await (loadGate === undefined ? transaction() : loadGate.write(transaction));
+    if (result.direct === 'conflict') {
+      lane.directSkip = lane.directBackoff;
+      lane.directBackoff = Math.min(lane.directBackoff * 2, MAX_DIRECT_BACKOFF);
+    } else if (result.direct === 'written') {
+      lane.directBackoff = 1;
+    }
     stats.recordsUpserted += rows.length;
     stats.recordsChanged += result.written;
     stats.recordsRejected += rejects.length;

@@ -279,3 +279,77 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
     },
   );
 });
+
+describe.each(bothDatabases())(
+  'upsertDataRows directly into the table ($description)',
+  (target) => {
+    let handle: TestDatabase;
+    beforeAll(async () => {
+      handle = await createTestDatabase({ target });
+    });
+    afterAll(async () => {
+      await handle?.close();
+    });
+
+    const load = (rows: LoadRow[], at: string) =>
+      handle.database.root.transaction().execute((trx) =>
+        upsertDataRows(trx, handle.database.schema, TRUNK_CALLS, rows, at, 'copy', {
+          direct: true,
+        }),
+      );
+    const stored = () =>
+      handle.database.db
+        .selectFrom('trunk_calls')
+        .select(['call_uuid', 'total_amount', 'synced_at', 'changed_at', 'raw'])
+        .orderBy('call_uuid')
+        .execute();
+
+    it('copies rows the table lacks, and falls back to the upsert on a conflict', async () => {
+      expect(await load([call('d1'), call('d2')], '2026-11-21T00:00:00Z')).toEqual({
+        upserted: 2,
+        written: 2,
+        direct: 'written',
+      });
+      const first = await stored();
+      expect(first.map((row) => [row.call_uuid, row.synced_at, row.changed_at])).toEqual([
+        ['d1', '2026-11-21T00:00:00Z', null],
+        ['d2', '2026-11-21T00:00:00Z', null],
+      ]);
+      expect(first[0]!.raw).toEqual(JSON.parse(String(call('d1').raw)));
+
+      // The same rows again: the COPY conflicts, the upsert finds nothing changed.
+      expect(await load([call('d1'), call('d2')], '2026-11-21T01:00:00.5Z')).toEqual({
+        upserted: 2,
+        written: 0,
+        direct: 'conflict',
+      });
+      expect(await stored()).toEqual(first);
+
+      // One row changed, one new: both written by the upsert, in the same transaction.
+      expect(
+        await load(
+          [call('d1', { total_amount: '0.017' }), call('d3')],
+          '2026-11-21T02:00:00.123456Z',
+        ),
+      ).toEqual({ upserted: 2, written: 2, direct: 'conflict' });
+      const last = await stored();
+      expect(
+        last.map((row) => [row.call_uuid, row.total_amount, row.synced_at, row.changed_at]),
+      ).toEqual([
+        ['d1', '0.017', '2026-11-21T02:00:00.123456Z', '2026-11-21T02:00:00.123456Z'],
+        ['d2', first[1]!.total_amount, '2026-11-21T00:00:00Z', null],
+        ['d3', call('d3').total_amount, '2026-11-21T02:00:00.123456Z', null],
+      ]);
+    });
+
+    it('upserts a batch that holds a key twice, the last row winning', async () => {
+      const result = await load(
+        [call('e1', { total_amount: '1.5' }), call('e1', { total_amount: '2.5' })],
+        '2026-11-21T03:00:00Z',
+      );
+      expect(result).toEqual({ upserted: 1, written: 1 });
+      const row = (await stored()).find((r) => r.call_uuid === 'e1');
+      expect(row?.total_amount).toBe('2.5');
+    });
+  },
+);

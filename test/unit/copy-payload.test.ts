@@ -92,6 +92,16 @@ describe('CopyText', () => {
     expect(single.toString()).toBe('only\n\n');
   });
 
+  it('overwrites the start of every row, in every chunk, and nothing else', () => {
+    const placeholder = '0000';
+    const lines = sampleLines(600).map((line) => `${placeholder}\t${line}`);
+    const text = new CopyText();
+    for (const line of lines) text.append(line);
+    text.overwriteRowStarts(Buffer.from('WXYZ', 'latin1'));
+    expect(text.chunks().length).toBeGreaterThan(2);
+    expect(text.toString()).toBe(`${lines.map((line) => `WXYZ${line.slice(4)}`).join('\n')}\n`);
+  });
+
   it('is empty until a row is added', () => {
     const text = new CopyText();
     expect(text.chunks()).toEqual([]);

@@ -8,7 +8,8 @@ import {
   upsertPreparedRows,
   type QueryRunner,
 } from '../../src/db/data-loader.js';
-import { SIP_ENDPOINTS, type DataTableSpec } from '../../src/db/table-specs.js';
+import { SIP_ENDPOINTS, TRUNK_CALLS, type DataTableSpec } from '../../src/db/table-specs.js';
+import { trunkCallRow } from '../support/load-rows.js';
 
 /** A QueryRunner that keeps the queries it is given and answers each with no rows. */
 function recordingRunner(): { runner: QueryRunner; queries: CompiledQuery[] } {
@@ -55,6 +56,37 @@ describe('PreparedRows', () => {
     expect(fields[spec.columns.indexOf('raw')]).toBe('{"id":"e1"}');
     expect(insert.rows).toEqual([row]);
     expect(insert.copyText.toString()).toBe('');
+  });
+
+  it('starts each COPY line of a table that is not a snapshot with a synced_at placeholder', () => {
+    const calls = new PreparedRows(TRUNK_CALLS, 'copy');
+    calls.add(trunkCallRow('c1'));
+    const fields = calls.copyText.toString().split('\n')[0]!.split('\t');
+    expect(calls.copyColumns()[0]).toBe('"synced_at"');
+    expect(fields).toHaveLength(TRUNK_CALLS.columns.length + 1);
+    expect(fields[0]).toBe('1970-01-01T00:00:00.000000Z');
+    expect(fields[1 + TRUNK_CALLS.columns.indexOf('call_uuid')]).toBe('c1');
+  });
+
+  it('sends a batch asked to go directly as a COPY into the table, stamped, after a savepoint', async () => {
+    const calls = new PreparedRows(TRUNK_CALLS, 'copy');
+    calls.add(trunkCallRow('c1'));
+    calls.add(trunkCallRow('c2'));
+    const { runner, queries } = recordingRunner();
+    const result = await upsertPreparedRows(runner, 'telephony', calls, '2026-11-21T00:00:00.5Z', {
+      direct: true,
+    });
+    expect(result.direct).toBe('written');
+    expect(queries).toHaveLength(1);
+    const payload = copyPayloadOf(queries[0]!)!;
+    expect(payload.target).toBe('"telephony"."trunk_calls"');
+    expect(firstWords(payload.before)).toEqual(['savepoint']);
+    const stamps = Buffer.concat(payload.chunks())
+      .toString('utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => line.split('\t')[0]);
+    expect(stamps).toEqual(['2026-11-21T00:00:00.500000Z', '2026-11-21T00:00:00.500000Z']);
   });
 
   it('sends the last row of each key once, in COPY text, one line per row', async () => {

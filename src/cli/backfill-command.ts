@@ -180,13 +180,17 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
           'dry run: nothing is sent to the service and nothing is written',
         );
       for (const [index, account] of accounts.entries()) {
-        const preview = await previewBackfill(
+        const planned = await previewBackfill(
           database,
           account.authId,
           range,
           app.config.sync,
           now,
         );
+        const preview =
+          planned.backfill === undefined
+            ? planned
+            : { ...planned, backfill: withoutClockDrift(planned.backfill, options) };
         if (index === 0 && options.json !== true && preview.backfill !== undefined)
           noteBeyondHorizon(context, preview.backfill);
         context.io.out(
@@ -236,7 +240,7 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
       progress.finish();
       shutdown.dispose();
     }
-    reportBackfill(context, results, options.json === true);
+    reportBackfill(context, results, options);
     const failed = results.some(
       (result) => result.status === 'failed' || result.status === 'skipped',
     );
@@ -248,11 +252,13 @@ async function runBackfill(context: CommandContext, options: BackfillOptions): P
 function reportBackfill(
   context: CommandContext,
   results: readonly SyncResult[],
-  json: boolean,
+  options: BackfillOptions,
 ): void {
+  const json = options.json === true;
   let horizonNoted = false;
   for (const result of results) {
-    const plan = result.backfill;
+    const plan =
+      result.backfill === undefined ? undefined : withoutClockDrift(result.backfill, options);
     const leftOut = plan === undefined ? [] : planLeftOut(plan);
     if (plan !== undefined && !json && !horizonNoted)
       horizonNoted = noteBeyondHorizon(context, plan);
@@ -283,6 +289,15 @@ function reportBackfill(
       );
     }
   }
+}
+
+/**
+ * `--days N` names the last N days, never more than the service keeps: a part of it beyond the
+ * horizon is only the clock moving between reading the flag and planning, however long start-up
+ * took on a busy machine, and is not said to be left out.
+ */
+function withoutClockDrift(plan: BackfillPlan, options: BackfillOptions): BackfillPlan {
+  return options.days === undefined ? plan : { ...plan, beyondService: undefined };
 }
 
 /**

@@ -175,15 +175,9 @@ async function planIncrementalUnits(run: RunContext): Promise<UnitPlan<WindowUni
   const ledgerWrites = windowLedger(run, key, (trx) => advanceWatermarkFromLedger(trx, key, pass));
   return {
     rounds: oneRound(
-      windows.map((window) => {
-        const entry = ledger.get(window.slotStart);
-        return {
-          window,
-          entry,
-          action: decideIncremental(window, entry, deepRecheck),
-          ledger: ledgerWrites,
-        };
-      }),
+      windowUnits(windows, ledger, ledgerWrites, (window, entry) =>
+        decideIncremental(window, entry, deepRecheck),
+      ),
     ),
   };
 }
@@ -248,15 +242,9 @@ async function planBackfillUnits(
   const ledgerWrites = windowLedger(run, key, leaveWatermark);
   return {
     rounds: oneRound(
-      windows.map((window) => {
-        const entry = ledger.get(window.slotStart);
-        return {
-          window,
-          entry,
-          action: decideBackfill(window, entry, startedAt),
-          ledger: ledgerWrites,
-        };
-      }),
+      windowUnits(windows, ledger, ledgerWrites, (window, entry) =>
+        decideBackfill(window, entry, startedAt),
+      ),
     ),
     // The stream's lock is held: the cursor is still the one saved above.
     finish: () =>
@@ -268,6 +256,19 @@ async function planBackfillUnits(
       ),
     backfill: plan,
   };
+}
+
+/** A plan's windows as units: each with its ledger entry and what the plan decides for it. */
+function windowUnits(
+  windows: readonly SlotWindow[],
+  ledger: ReadonlyMap<EpochMicros, LedgerEntry>,
+  ledgerWrites: CommitBatch<WindowChange>,
+  decide: (window: SlotWindow, entry: LedgerEntry | undefined) => WindowAction,
+): WindowUnit[] {
+  return windows.map((window) => {
+    const entry = ledger.get(window.slotStart);
+    return { window, entry, action: decide(window, entry), ledger: ledgerWrites };
+  });
 }
 
 /** The ledger rows of the windows of a plan whose slots have none yet. */

@@ -25,6 +25,12 @@ export interface ReceivedRecord {
   readonly problem?: string;
   /** Keys given more than once at the top level of the record, with each value in order. */
   readonly duplicateKeys?: Readonly<Record<string, readonly unknown[]>>;
+  /**
+   * True when the record's bytes hold a `\u` escape PostgreSQL cannot store in jsonb: `\u0000`,
+   * or a `\uD800`–`\uDFFF` escape without its pair. Found while the bytes were walked, in every
+   * value, a key given twice included (JSON.parse keeps only its last value).
+   */
+  readonly unstorableEscape?: boolean;
 }
 
 /** A list response: the envelope and its records. */
@@ -59,6 +65,28 @@ const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 
+const LETTER_U = 0x75;
+
+/** The UTF-16 unit of the four hex digits at `at`, or -1 when they are not four hex digits. */
+function hexUnit(bytes: Uint8Array, at: number): number {
+  let unit = 0;
+  for (let i = at; i < at + 4; i++) {
+    const byte = bytes[i];
+    if (byte === undefined) return -1;
+    const digit =
+      byte >= 0x30 && byte <= 0x39
+        ? byte - 0x30
+        : byte >= 0x61 && byte <= 0x66
+          ? byte - 0x57
+          : byte >= 0x41 && byte <= 0x46
+            ? byte - 0x37
+            : -1;
+    if (digit < 0) return -1;
+    unit = unit * 16 + digit;
+  }
+  return unit;
+}
+
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 function isWhitespace(byte: number): boolean {
@@ -70,6 +98,9 @@ function isWhitespace(byte: number): boolean {
  * strings, nesting and separators. Each piece it isolates is then validated by JSON.parse.
  */
 class ByteWalker {
+  /** Where the last `\u` escape PostgreSQL cannot store begins; -1 while none was walked. */
+  lastUnstorableEscape = -1;
+
   constructor(readonly bytes: Uint8Array) {}
 
   get length(): number {
@@ -92,11 +123,33 @@ class ByteWalker {
     let i = at + 1;
     while (i < bytes.length) {
       const byte = bytes[i]!;
-      if (byte === BACKSLASH) i += 2;
+      if (byte === BACKSLASH) i += bytes[i + 1] === LETTER_U ? this.#unicodeEscape(i) : 2;
       else if (byte === QUOTE) return i + 1;
       else i++;
     }
     throw new MalformedBodyError('the body ends inside a string (truncated?)');
+  }
+
+  /**
+   * The length of the `\u` escape at `at`, with a surrogate pair's second half: notes it in
+   * `lastUnstorableEscape` when it is U+0000 or a surrogate without its pair. Escapes are ASCII,
+   * and strict UTF-8 holds no surrogate, so an unpaired one can only come from an escape.
+   */
+  #unicodeEscape(at: number): number {
+    const unit = hexUnit(this.bytes, at + 2);
+    if (unit < 0) return 2;
+    if (unit === 0 || (unit >= 0xdc00 && unit <= 0xdfff)) {
+      this.lastUnstorableEscape = at;
+      return 6;
+    }
+    if (unit < 0xd800 || unit > 0xdbff) return 6;
+    const low =
+      this.bytes[at + 6] === BACKSLASH && this.bytes[at + 7] === LETTER_U
+        ? hexUnit(this.bytes, at + 8)
+        : -1;
+    if (low >= 0xdc00 && low <= 0xdfff) return 12;
+    this.lastUnstorableEscape = at;
+    return 6;
   }
 
   /**
@@ -182,17 +235,13 @@ function decodeStrict(bytes: Uint8Array): string {
 }
 
 /** Decodes and parses one record's bytes, finding keys given twice. Never throws. */
-function readRecord(
-  walker: ByteWalker,
-  start: number,
-  end: number,
-  topLevelKeys: number,
-  depth: number,
-): ReceivedRecord {
+function readRecord(walker: ByteWalker, span: RecordSpan): ReceivedRecord {
   // A view, not a copy: most records are dropped once normalised. One kept for quarantine holds
   // its page's body until it is stored (rejected-records-repository copies the bytes then).
-  const bytes = walker.slice(start, end);
-  if (depth > RECORD_MAX_DEPTH) return { bytes, value: undefined, problem: depthProblem(depth) };
+  const bytes = walker.slice(span.start, span.end);
+  if (span.depth > RECORD_MAX_DEPTH) {
+    return { bytes, value: undefined, problem: depthProblem(span.depth) };
+  }
   let text: string;
   try {
     text = decodeStrict(bytes);
@@ -210,28 +259,35 @@ function readRecord(
       problem: `the record is not valid JSON: ${(error as Error).message}`,
     };
   }
-  return parsedRecord(bytes, text, value, topLevelKeys);
+  return parsedRecord(bytes, text, value, span);
 }
 
 /**
  * A record whose text parsed to `value`, with its repeated top-level keys when it has some: fewer
- * distinct keys than the `keysWritten` the walk counted means a key was given twice, and only then
+ * distinct keys than the `span.keys` the walk counted means a key was given twice, and only then
  * is it worth walking the record again to collect every value of the repeated keys.
  */
 function parsedRecord(
   bytes: Uint8Array,
   text: string,
   value: unknown,
-  keysWritten: number,
+  span: RecordSpan,
 ): ReceivedRecord {
+  const record: { -readonly [K in keyof ReceivedRecord]: ReceivedRecord[K] } = {
+    bytes,
+    text,
+    value,
+  };
+  if (span.unstorableEscape) record.unstorableEscape = true;
   if (
-    value === null ||
-    typeof value !== 'object' ||
-    Array.isArray(value) ||
-    ownKeyCount(value) >= keysWritten
-  )
-    return { bytes, text, value };
-  return { bytes, text, value, duplicateKeys: collectDuplicates(new ByteWalker(bytes)) };
+    value !== null &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    ownKeyCount(value) < span.keys
+  ) {
+    record.duplicateKeys = collectDuplicates(new ByteWalker(bytes));
+  }
+  return record;
 }
 
 /**
@@ -263,16 +319,49 @@ function collectDuplicates(walker: ByteWalker): Record<string, unknown[]> {
   return Object.fromEntries([...valuesByKey].filter(([, values]) => values.length > 1));
 }
 
+/**
+ * The JSON number given for the top-level `key` of a record, as its text exactly as written (so
+ * `33660394121755210` keeps the digits JSON.parse rounds); undefined when the key is absent, its
+ * value is not a number, or the record is not a readable object. Reads the first occurrence of
+ * the key, walking the record's bytes as the page was walked.
+ */
+export function topLevelNumberText(record: ReceivedRecord, key: string): string | undefined {
+  if (record.problem !== undefined) return undefined;
+  const walker = new ByteWalker(record.bytes);
+  const start = walker.skipWhitespace(0);
+  if (walker.byteAt(start) !== OPEN_BRACE) return undefined;
+  let found: [number, number] | undefined;
+  try {
+    walker.members(start, (name, valueStart) => {
+      if (found !== undefined || name !== key) return undefined;
+      const { end } = walker.endOfValue(valueStart);
+      found = [valueStart, end];
+      return end;
+    });
+  } catch {
+    return undefined;
+  }
+  if (found === undefined) return undefined;
+  const first = walker.byteAt(found[0]);
+  if (first === undefined || !(first === MINUS || (first >= DIGIT_0 && first <= DIGIT_9))) {
+    return undefined;
+  }
+  return decodeStrict(walker.slice(found[0], found[1]));
+}
+const MINUS = 0x2d;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+
 /** Reads a single-resource body (a message, a sender pack): the whole body is the record. */
 export function parseRecordBody(body: Uint8Array): ReceivedRecord {
   const walker = new ByteWalker(body);
   const start = walker.skipWhitespace(0);
   if (start >= walker.length) throw new MalformedBodyError('the body is empty');
-  const { end, topLevelKeys, depth } = walker.endOfValue(start);
-  if (walker.skipWhitespace(end) !== walker.length) {
-    throw new MalformedBodyError(`unexpected bytes after the record at byte ${end}`);
+  const span = recordSpan(walker, start);
+  if (walker.skipWhitespace(span.end) !== walker.length) {
+    throw new MalformedBodyError(`unexpected bytes after the record at byte ${span.end}`);
   }
-  return readRecord(walker, start, end, topLevelKeys, depth);
+  return readRecord(walker, span);
 }
 
 /** Reads a list response: `api_id`, `meta` and each element of `objects` as its own record. */
@@ -336,8 +425,7 @@ class ListBody implements ReceivedList {
       const spans = this.#spans;
       if (walker === undefined || spans === undefined) throw new Error(TAKEN);
       this.#records =
-        wholeBodyRecords(walker.bytes, spans) ??
-        spans.map((span) => readRecord(walker, span.start, span.end, span.keys, span.depth));
+        wholeBodyRecords(walker.bytes, spans) ?? spans.map((span) => readRecord(walker, span));
       this.#walker = undefined;
       this.#spans = undefined;
     }
@@ -369,6 +457,20 @@ interface RecordSpan {
   end: number;
   keys: number;
   depth: number;
+  /** The record holds a `\u` escape PostgreSQL cannot store (ReceivedRecord.unstorableEscape). */
+  unstorableEscape: boolean;
+}
+
+/** Walks the record that starts at `at`. */
+function recordSpan(walker: ByteWalker, at: number): RecordSpan {
+  const { end, topLevelKeys, depth } = walker.endOfValue(at);
+  return {
+    start: at,
+    end,
+    keys: topLevelKeys,
+    depth,
+    unstorableEscape: walker.lastUnstorableEscape >= at,
+  };
 }
 
 /**
@@ -399,7 +501,7 @@ function wholeBodyRecords(
       records[index] = { bytes, value: undefined, problem: depthProblem(span.depth) };
       continue;
     }
-    records[index] = parsedRecord(bytes, text.slice(span.start, span.end), value, span.keys);
+    records[index] = parsedRecord(bytes, text.slice(span.start, span.end), value, span);
   }
   return records;
 }
@@ -421,9 +523,9 @@ function recordSpans(walker: ByteWalker, at: number): { spans: RecordSpan[]; end
   let i = walker.skipWhitespace(at + 1);
   if (walker.byteAt(i) === CLOSE_BRACKET) return { spans, end: i + 1 };
   for (;;) {
-    const { end, topLevelKeys, depth } = walker.endOfValue(i);
-    spans.push({ start: i, end, keys: topLevelKeys, depth });
-    i = walker.skipWhitespace(end);
+    const span = recordSpan(walker, i);
+    spans.push(span);
+    i = walker.skipWhitespace(span.end);
     const next = walker.byteAt(i);
     if (next === COMMA) i = walker.skipWhitespace(i + 1);
     else if (next === CLOSE_BRACKET) return { spans, end: i + 1 };

@@ -385,39 +385,6 @@ export function orNull<T>(parse: FieldParser<T>): FieldParser<T | null> {
   return (value) => (value === null ? PARSED_NULL : parse(value));
 }
 
-/**
- * Whether a JSON text (one that JSON.parse accepts) holds an escape PostgreSQL cannot store in
- * jsonb: `\u0000`, or a `\uD800`–`\uDFFF` escape without its pair. Such a character can reach
- * a parsed value through an escape only: JSON text cannot hold U+0000 raw, and text decoded as
- * strict UTF-8 holds no lone surrogate. PostgreSQL reads every escape of the text, so this also
- * finds one in a value JSON.parse drops (the first of a key given twice, at any depth).
- */
-export function hasUnstorableEscape(jsonText: string): boolean {
-  let at = jsonText.indexOf('\\');
-  while (at !== -1) {
-    if (jsonText.charCodeAt(at + 1) !== LETTER_U) {
-      // A two-character escape (\\ among them): the search goes on after it.
-      at = jsonText.indexOf('\\', at + 2);
-      continue;
-    }
-    const unit = Number.parseInt(jsonText.slice(at + 2, at + 6), 16);
-    if (unit === 0 || (unit >= 0xdc00 && unit <= 0xdfff)) return true;
-    let end = at + 6;
-    if (unit >= 0xd800 && unit <= 0xdbff) {
-      const low =
-        jsonText.charCodeAt(end) === BACKSLASH && jsonText.charCodeAt(end + 1) === LETTER_U
-          ? Number.parseInt(jsonText.slice(end + 2, end + 6), 16)
-          : Number.NaN;
-      if (!(low >= 0xdc00 && low <= 0xdfff)) return true;
-      end += 6;
-    }
-    at = jsonText.indexOf('\\', end);
-  }
-  return false;
-}
-const BACKSLASH = 0x5c;
-const LETTER_U = 0x75;
-
 /** A problem found by findUnstorableText: the top-level key it was under, and why. */
 export interface UnstorableText {
   readonly field: string;
@@ -513,75 +480,6 @@ export function toStorableText(text: string, maxLength = 500): string {
 }
 
 const WHOLE_NUMBER_TEXT = /^-?(?:0|[1-9][0-9]*)$/;
-
-/**
- * The text of the JSON number given for the top-level `key` of a record, exactly as written (so
- * `33660394121755210` keeps the digits JSON.parse would round); undefined when the key is absent
- * or its value is not a number. Reads the first occurrence of the key. Pure; never throws on
- * well-formed JSON, which the record text is (it was parsed before).
- */
-export function findTopLevelNumberText(recordText: string, key: string): string | undefined {
-  let at = skipJsonWhitespace(recordText, 0);
-  if (recordText[at] !== '{') return undefined;
-  at = skipJsonWhitespace(recordText, at + 1);
-  while (at < recordText.length && recordText[at] === '"') {
-    const keyEnd = endOfJsonString(recordText, at);
-    const name = JSON.parse(recordText.slice(at, keyEnd)) as string;
-    at = skipJsonWhitespace(recordText, keyEnd);
-    at = skipJsonWhitespace(recordText, at + 1); // past ':'
-    const valueEnd = endOfJsonValue(recordText, at);
-    if (name === key) {
-      const literal = recordText.slice(at, valueEnd);
-      return /^[-0-9]/.test(literal) ? literal : undefined;
-    }
-    at = skipJsonWhitespace(recordText, valueEnd);
-    if (recordText[at] === ',') at = skipJsonWhitespace(recordText, at + 1);
-  }
-  return undefined;
-}
-
-function skipJsonWhitespace(text: string, at: number): number {
-  let i = at;
-  while (i < text.length && ' \t\n\r'.includes(text[i]!)) i++;
-  return i;
-}
-
-function endOfJsonString(text: string, at: number): number {
-  let i = at + 1;
-  while (i < text.length) {
-    const char = text[i]!;
-    if (char === '\\') i += 2;
-    else if (char === '"') return i + 1;
-    else i++;
-  }
-  return text.length;
-}
-
-function endOfJsonValue(text: string, at: number): number {
-  const first = text[at];
-  if (first === '"') return endOfJsonString(text, at);
-  if (first !== '{' && first !== '[') {
-    let i = at;
-    while (i < text.length && !',}] \t\n\r'.includes(text[i]!)) i++;
-    return i;
-  }
-  let depth = 0;
-  let i = at;
-  while (i < text.length) {
-    const char = text[i]!;
-    if (char === '"') {
-      i = endOfJsonString(text, i);
-      continue;
-    }
-    if (char === '{' || char === '[') depth++;
-    else if (char === '}' || char === ']') {
-      depth--;
-      if (depth === 0) return i + 1;
-    }
-    i++;
-  }
-  return text.length;
-}
 
 /**
  * A text field the service may also send as a whole JSON number (a sender pack's

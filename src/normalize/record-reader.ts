@@ -1,10 +1,8 @@
-import type { ReceivedRecord } from '../api/received-json.js';
+import { topLevelNumberText, type ReceivedRecord } from '../api/received-json.js';
 import type { NormalizedStream, Rejected, Rejection } from './normalize-result.js';
 import {
   describeValue,
-  findTopLevelNumberText,
   findUnstorableText,
-  hasUnstorableEscape,
   orNull,
   parseBoolean,
   parseCheckedIdentifier,
@@ -55,8 +53,8 @@ export class RecordReader {
     private readonly fields: Readonly<Record<string, unknown>>,
     private readonly duplicates: Readonly<Record<string, readonly unknown[]>> | undefined,
     private readonly recordKey: string | undefined,
-    /** The record's text as received, for values JSON.parse cannot keep exactly. */
-    private readonly recordText?: string,
+    /** The record as received, for values JSON.parse cannot keep exactly. */
+    private readonly record?: ReceivedRecord,
   ) {}
 
   /** A field the record must carry, read by `parse`. */
@@ -108,10 +106,10 @@ export class RecordReader {
    * written; null when given as null or left out.
    */
   optionalTextOrWholeNumber(key: string): string | null {
-    const recordText = this.recordText;
+    const record = this.record;
     const parse = orNull(
       textOrWholeNumberParser(() =>
-        recordText === undefined ? undefined : findTopLevelNumberText(recordText, key),
+        record === undefined ? undefined : topLevelNumberText(record, key),
       ),
     );
     return this.optionalField(key, parse, null);
@@ -298,7 +296,7 @@ export function openRecord(record: ReceivedRecord, kind: RecordKind): OpenedReco
       ),
     };
   }
-  const unstorable = findUnstorableRecordText(record.text, fields);
+  const unstorable = findUnstorableRecordText(record, fields);
   if (unstorable !== undefined) {
     return {
       ok: false,
@@ -307,22 +305,23 @@ export function openRecord(record: ReceivedRecord, kind: RecordKind): OpenedReco
   }
   return {
     ok: true,
-    reader: new RecordReader(kind, fields, record.duplicateKeys, recordKey, record.text),
+    reader: new RecordReader(kind, fields, record.duplicateKeys, recordKey, record),
     value: fields,
     raw: record.text ?? fields,
   };
 }
 
 /**
- * The first text of a record PostgreSQL cannot store, found through its JSON text when there is
- * one: most records hold no escape at all, and a scan for a backslash is then all it takes.
+ * The first text of a record PostgreSQL cannot store. Such a text comes only from a `\u` escape,
+ * which the api layer notes while it walks the record's bytes (`unstorableEscape`); the parsed
+ * value is searched only for a record that holds one, or that came without its text.
  */
 function findUnstorableRecordText(
-  text: string | undefined,
+  record: ReceivedRecord,
   fields: Readonly<Record<string, unknown>>,
 ): { readonly field?: string; readonly reason: string } | undefined {
-  if (text === undefined) return findUnstorableText(fields);
-  if (!hasUnstorableEscape(text)) return undefined;
+  if (record.text === undefined) return findUnstorableText(fields);
+  if (record.unstorableEscape !== true) return undefined;
   return (
     findUnstorableText(fields) ?? {
       reason:

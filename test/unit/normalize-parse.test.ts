@@ -5,7 +5,6 @@ import {
   TEXT_MAX_LENGTH,
   describeValue,
   findUnstorableText,
-  hasUnstorableEscape,
   orNull,
   parseBoolean,
   parseDecimal,
@@ -399,41 +398,6 @@ describe('findUnstorableText', () => {
     let nested: unknown = 'x\u0000';
     for (let i = 0; i < 100_000; i++) nested = [nested];
     expect(findUnstorableText({ deep: nested })?.field).toBe('deep');
-  });
-});
-
-describe('hasUnstorableEscape', () => {
-  // PostgreSQL refuses \u0000 and unpaired surrogate escapes in jsonb, and stores every other.
-  it.each([
-    ['{"a":"\\u0000"}', true],
-    ['{"a\\u0000":1}', true],
-    ['{"a":"x\\ud800"}', true],
-    ['{"a":"\\udc00\\ud800"}', true],
-    ['{"a":"\\ud800\\ud800"}', true],
-    ['{"a":"\\ud800\\n"}', true],
-    ['{"a":["\\\\","\\u0000"]}', true],
-    ['{"a":"plain"}', false],
-    ['{"a":"\\ud83d\\ude00"}', false],
-    ['{"a":"\\\\u0000"}', false],
-    ['{"a":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u0001\\uFFFF"}', false],
-    ['{"a":"😀"}', false],
-  ])('%s → unstorable: %s', (text, unstorable) => {
-    expect(hasUnstorableEscape(text)).toBe(unstorable);
-  });
-
-  it('agrees with findUnstorableText on the parsed text, escape by escape', () => {
-    const units = [0x0, 0x1, 0x5c, 0xd7ff, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xffff];
-    for (const first of units) {
-      for (const second of units) {
-        // Every character escaped, as a service may write any of them.
-        const escaped = [first, second]
-          .map((unit) => `\\u${unit.toString(16).padStart(4, '0')}`)
-          .join('');
-        const text = `{"a":"${escaped}"}`;
-        const parsed = JSON.parse(text) as Record<string, unknown>;
-        expect(hasUnstorableEscape(text), text).toBe(findUnstorableText(parsed) !== undefined);
-      }
-    }
   });
 });
 

@@ -7,6 +7,7 @@ import {
   RECORD_MAX_DEPTH,
   takeRecords,
 } from '../../src/api/received-json.js';
+import { findUnstorableText } from '../../src/normalize/parse.js';
 
 const bytes = (...parts: (string | number[])[]) =>
   Buffer.concat(
@@ -209,5 +210,58 @@ describe('nesting depth (hostile input)', () => {
   it('accepts exactly the deepest nesting allowed, and refuses one level more', () => {
     expect(parseRecordBody(bytes(nested(RECORD_MAX_DEPTH))).problem).toBeUndefined();
     expect(parseRecordBody(bytes(nested(RECORD_MAX_DEPTH + 1))).problem).toMatch(/nests 65 levels/);
+  });
+});
+
+/** Whether the api layer's walk notes an escape PostgreSQL cannot store in the record. */
+function unstorableEscape(text: string): boolean {
+  return parseRecordBody(bytes(text)).unstorableEscape === true;
+}
+
+describe('unstorableEscape', () => {
+  // PostgreSQL refuses \u0000 and unpaired surrogate escapes in jsonb, and stores every other.
+  it.each([
+    ['{"a":"\\u0000"}', true],
+    ['{"a\\u0000":1}', true],
+    ['{"a":"x\\ud800"}', true],
+    ['{"a":"\\udc00\\ud800"}', true],
+    ['{"a":"\\ud800\\ud800"}', true],
+    ['{"a":"\\ud800\\n"}', true],
+    ['{"a":["\\\\","\\u0000"]}', true],
+    ['{"a":"plain"}', false],
+    ['{"a":"\\ud83d\\ude00"}', false],
+    ['{"a":"\\\\u0000"}', false],
+    ['{"a":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u0001\\uFFFF"}', false],
+    ['{"a":"😀"}', false],
+  ])('%s → unstorable: %s', (text, unstorable) => {
+    expect(unstorableEscape(text)).toBe(unstorable);
+  });
+
+  it('is found in a record of a list, and only in its own record', () => {
+    const list = parseListBody(
+      bytes(
+        '{"meta":{"limit":20,"offset":0,"total_count":3,"next":null,"previous":null},"objects":[{"a":"\\u0001"},{"a":"\\u0000"},{"a":1}]}',
+      ),
+    );
+    expect(list.records.map((record) => record.unstorableEscape === true)).toEqual([
+      false,
+      true,
+      false,
+    ]);
+  });
+
+  it('agrees with findUnstorableText on the parsed text, escape by escape', () => {
+    const units = [0x0, 0x1, 0x5c, 0xd7ff, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xffff];
+    for (const first of units) {
+      for (const second of units) {
+        // Every character escaped, as a service may write any of them.
+        const escaped = [first, second]
+          .map((unit) => `\\u${unit.toString(16).padStart(4, '0')}`)
+          .join('');
+        const text = `{"a":"${escaped}"}`;
+        const parsed = JSON.parse(text) as Record<string, unknown>;
+        expect(unstorableEscape(text), text).toBe(findUnstorableText(parsed) !== undefined);
+      }
+    }
   });
 });

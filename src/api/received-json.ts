@@ -31,6 +31,11 @@ export interface ReceivedRecord {
    * value, a key given twice included (JSON.parse keeps only its last value).
    */
   readonly unstorableEscape?: boolean;
+  /**
+   * True when the record's bytes hold no backslash and no control character (whitespace between
+   * tokens other than spaces): text formats that escape those (COPY) can take the bytes as they are.
+   */
+  readonly plainBytes?: boolean;
 }
 
 /** A list response: the envelope and its records. */
@@ -66,6 +71,7 @@ const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 
 const LETTER_U = 0x75;
+const SPACE = 0x20;
 
 /** The UTF-16 unit of the four hex digits at `at`, or -1 when they are not four hex digits. */
 function hexUnit(bytes: Uint8Array, at: number): number {
@@ -100,6 +106,8 @@ function isWhitespace(byte: number): boolean {
 class ByteWalker {
   /** Where the last `\u` escape PostgreSQL cannot store begins; -1 while none was walked. */
   lastUnstorableEscape = -1;
+  /** Where the last backslash or control character outside a string is; -1 while none was walked. */
+  lastEscapeOrControl = -1;
 
   constructor(readonly bytes: Uint8Array) {}
 
@@ -123,8 +131,10 @@ class ByteWalker {
     let i = at + 1;
     while (i < bytes.length) {
       const byte = bytes[i]!;
-      if (byte === BACKSLASH) i += bytes[i + 1] === LETTER_U ? this.#unicodeEscape(i) : 2;
-      else if (byte === QUOTE) return i + 1;
+      if (byte === BACKSLASH) {
+        this.lastEscapeOrControl = i;
+        i += bytes[i + 1] === LETTER_U ? this.#unicodeEscape(i) : 2;
+      } else if (byte === QUOTE) return i + 1;
       else i++;
     }
     throw new MalformedBodyError('the body ends inside a string (truncated?)');
@@ -193,7 +203,9 @@ class ByteWalker {
             depth: maxDepth,
           };
         }
-      } else if (byte === COLON && depth === 1) keys++;
+      } else if (byte === COLON) {
+        if (depth === 1) keys++;
+      } else if (byte < SPACE) this.lastEscapeOrControl = i;
       i++;
     }
     throw new MalformedBodyError('the body ends inside an object or array (truncated?)');
@@ -279,6 +291,7 @@ function parsedRecord(
     value,
   };
   if (span.unstorableEscape) record.unstorableEscape = true;
+  if (span.plainBytes) record.plainBytes = true;
   if (
     value !== null &&
     typeof value === 'object' &&
@@ -459,6 +472,8 @@ interface RecordSpan {
   depth: number;
   /** The record holds a `\u` escape PostgreSQL cannot store (ReceivedRecord.unstorableEscape). */
   unstorableEscape: boolean;
+  /** ReceivedRecord.plainBytes. */
+  plainBytes: boolean;
 }
 
 /** Walks the record that starts at `at`. */
@@ -470,6 +485,7 @@ function recordSpan(walker: ByteWalker, at: number): RecordSpan {
     keys: topLevelKeys,
     depth,
     unstorableEscape: walker.lastUnstorableEscape >= at,
+    plainBytes: walker.lastEscapeOrControl < at,
   };
 }
 

@@ -1,4 +1,5 @@
 import { CompiledQuery } from 'kysely';
+import { RecordJson } from '../util/record-json.js';
 
 /**
  * Bulk loading through COPY, in the middle of an ordinary Kysely transaction.
@@ -95,6 +96,26 @@ export class CopyText {
   }
 
   /**
+   * appendFields whose last field is `last`, bytes that need no escape in COPY text (no backslash,
+   * tab, newline or carriage return): copied as they are, never decoded and encoded again.
+   * `fields` holds a placeholder for the last field, which is ignored.
+   */
+  appendFieldsWithBytes(fields: string[], last: Uint8Array): void {
+    const lastIndex = fields.length - 1;
+    const placeholder = fields[lastIndex]!;
+    fields[lastIndex] = '';
+    const head = fields.join('\t');
+    fields[lastIndex] = placeholder;
+    const current = this.#roomFor(head.length * 3 + last.length + 1);
+    let used = this.#used;
+    used += current.write(head, used, 'utf8');
+    current.set(last, used);
+    used += last.length;
+    current[used] = NEWLINE;
+    this.#used = used + 1;
+  }
+
+  /**
    * The rows at `indexes`, in that order, as a CopyText of their own (only a batch that holds a
    * key twice needs it). Rows are found by their newlines: COPY text escapes every newline inside
    * a value, and a row never spans two chunks.
@@ -178,12 +199,14 @@ export function compileCopy(payload: CopyPayload): CompiledQuery {
 
 /**
  * Encodes one value for COPY's text format. `null`/`undefined` become `\N`; strings escape
- * backslash, tab, newline and carriage return; objects are written as JSON (for jsonb columns).
+ * backslash, tab, newline and carriage return; a RecordJson is its text; other objects are written
+ * as JSON (for jsonb columns).
  */
 export function encodeCopyValue(value: unknown): string {
   if (value === null || value === undefined) return '\\N';
   let text: string;
   if (typeof value === 'string') text = value;
+  else if (value instanceof RecordJson) text = value.text;
   else if (typeof value === 'number' || typeof value === 'bigint') text = String(value);
   else if (typeof value === 'boolean') return value ? 't' : 'f';
   else text = JSON.stringify(value);

@@ -3,6 +3,7 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import { compileCopy, CopyPayload, CopyText, encodeCopyValue } from './copy-payload.js';
 import { preparedQuery } from './prepared-query.js';
 import { qualifiedName, quoteIdent } from './identifiers.js';
+import { RecordJson } from '../util/record-json.js';
 import { VOLATILE_RAW_KEYS, type DataTableSpec } from './table-specs.js';
 
 /**
@@ -114,8 +115,15 @@ export class PreparedRows {
       const fields = this.#fields;
       const columns = this.spec.columns;
       const offset = this.stamped ? 1 : 0;
-      for (let c = 0; c < columns.length; c++)
-        fields[c + offset] = encodeCopyValue(row[columns[c]!]);
+      const lastColumn = columns.length - 1;
+      for (let c = 0; c < lastColumn; c++) fields[c + offset] = encodeCopyValue(row[columns[c]!]);
+      // The last column is the record's raw JSON: its bytes as received when COPY takes them so.
+      const last = row[columns[lastColumn]!];
+      if (last instanceof RecordJson && last.plainBytes) {
+        this.copyText.appendFieldsWithBytes(fields, last.bytes);
+        return;
+      }
+      fields[lastColumn + offset] = encodeCopyValue(last);
       this.copyText.appendFields(fields);
       // The last field is often a slice of its page's whole text: not kept alive until the next row.
       fields[fields.length - 1] = '';
@@ -332,6 +340,7 @@ function lastIndexPerKey(keys: readonly string[]): number[] {
 
 /** jsonb values go as JSON text (a string is taken to be JSON text already: the record as received). */
 function toParameter(value: unknown): unknown {
+  if (value instanceof RecordJson) return value.text;
   if (value !== null && typeof value === 'object') return JSON.stringify(value);
   return value;
 }

@@ -1,4 +1,5 @@
 import { topLevelNumberText, type ReceivedRecord } from '../api/received-json.js';
+import { RecordJson } from '../util/record-json.js';
 import type { NormalizedStream, Rejected, Rejection } from './normalize-result.js';
 import {
   describeValue,
@@ -259,7 +260,7 @@ export type OpenedRecord =
        * What the row's `raw` jsonb stores: the record's text as received, so numbers keep every
        * digit (JSON.parse would round them); the parsed object when no text came with it.
        */
-      readonly raw: string | Record<string, unknown>;
+      readonly raw: RecordJson | Record<string, unknown>;
     }
   | Rejected;
 
@@ -307,7 +308,10 @@ export function openRecord(record: ReceivedRecord, kind: RecordKind): OpenedReco
     ok: true,
     reader: new RecordReader(kind, fields, record.duplicateKeys, recordKey, record),
     value: fields,
-    raw: record.text ?? fields,
+    raw:
+      record.text === undefined
+        ? fields
+        : new RecordJson(record.bytes, record.text, record.plainBytes === true),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { parseRecordBody, type ReceivedRecord } from '../../src/api/received-json.js';
+import { RecordJson } from '../../src/util/record-json.js';
 import { normalizeCallStream } from '../../src/normalize/normalize-call-stream.js';
 import { normalizeMessage } from '../../src/normalize/normalize-message.js';
 import type {
@@ -47,7 +48,7 @@ type Normalizer = (record: ReceivedRecord, context: NormalizeContext) => Normali
 function rowOf(result: NormalizeResult<object>): Record<string, unknown> {
   if (!result.ok) throw new Error(`expected a row, got the rejection: ${result.rejection.reason}`);
   const row = result.row as Record<string, unknown>;
-  return typeof row.raw === 'string' ? { ...row, raw: JSON.parse(row.raw) as unknown } : row;
+  return row.raw instanceof RecordJson ? { ...row, raw: JSON.parse(row.raw.text) as unknown } : row;
 }
 
 function rejectionOf(result: NormalizeResult<object>): Rejection {
@@ -529,7 +530,9 @@ describe.each(RESOURCES)('the $name normaliser', (resource) => {
       `${JSON.stringify({ ...sample, added_later: { nested: ['kept', 1] } }).slice(0, -1)},"big":123456789012345678901234567890.5}`,
     );
     const result = normalize(record, context);
-    expect(result.ok && (result.row as { raw: unknown }).raw).toBe(record.text);
+    const raw = result.ok ? (result.row as { raw: unknown }).raw : undefined;
+    expect(raw instanceof RecordJson && raw.text).toBe(record.text);
+    expect(raw instanceof RecordJson && raw.bytes).toBe(record.bytes);
     const row = rowOf(result);
     delete (row.raw as Record<string, unknown>).big;
     expect(row.raw).toStrictEqual({ ...sample, added_later: { nested: ['kept', 1] } });

@@ -10,6 +10,8 @@ import {
 } from '../../src/db/data-loader.js';
 import { SIP_ENDPOINTS, TRUNK_CALLS, type DataTableSpec } from '../../src/db/table-specs.js';
 import { trunkCallRow } from '../support/load-rows.js';
+import { parseListBody } from '../../src/api/received-json.js';
+import { RecordJson } from '../../src/util/record-json.js';
 
 /** A QueryRunner that keeps the queries it is given and answers each with no rows. */
 function recordingRunner(): { runner: QueryRunner; queries: CompiledQuery[] } {
@@ -40,6 +42,28 @@ describe('rowKey', () => {
 });
 
 describe('PreparedRows', () => {
+  it("writes a record's raw JSON as the same COPY text from its bytes as from its text", () => {
+    const body = Buffer.from(
+      '{"meta":{"limit":20,"offset":0,"total_count":3,"next":null,"previous":null},"objects":[{"id":"é1"},{\n"id":"e2"},{"id":"\\\\e3\\t"}]}',
+    );
+    const records = parseListBody(body).records;
+    expect(records.map((record) => record.plainBytes === true)).toEqual([true, false, false]);
+    const fromBytes = new PreparedRows(spec, 'copy');
+    const fromText = new PreparedRows(spec, 'copy');
+    for (const [index, record] of records.entries()) {
+      const raw = new RecordJson(record.bytes, record.text!, record.plainBytes === true);
+      fromBytes.add({ ...endpoint(`e${index}`, 'a'), raw });
+      fromText.add({ ...endpoint(`e${index}`, 'a'), raw: record.text });
+    }
+    expect(fromBytes.copyText.toString()).toBe(fromText.copyText.toString());
+    const raws = fromBytes.copyText
+      .toString()
+      .split('\n')
+      .slice(0, 3)
+      .map((line) => line.split('\t').at(-1));
+    expect(raws).toEqual(['{"id":"é1"}', '{\\n"id":"e2"}', '{"id":"\\\\\\\\e3\\\\t"}']);
+  });
+
   it('holds COPY lines for the copy loader and the rows for the insert loader', () => {
     const copy = new PreparedRows(spec, 'copy');
     const insert = new PreparedRows(spec, 'insert');

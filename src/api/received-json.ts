@@ -1,3 +1,4 @@
+import { ApiError } from './api-errors.js';
 import type { ListMetaWire } from './wire-types.js';
 
 /**
@@ -46,12 +47,24 @@ export interface ReceivedList {
 }
 
 /**
- * The body as a whole is not what a response must be (truncated, not JSON, no `objects` array).
- * Usually the connection broke mid-body, so the request is worth retrying.
+ * Makes the error a reader throws when a body as a whole is not what a response must be (truncated,
+ * not JSON, no `objects` array): an ApiError of kind 'malformed'. The transport hands its readers
+ * one that names the request (BodyReader).
  */
-export class MalformedBodyError extends Error {
-  override name = 'MalformedBodyError';
-}
+export type MalformedBody = (message: string) => ApiError;
+
+/**
+ * MalformedBody for a body read outside a request. Usually the connection broke mid-body, so the
+ * request is worth retrying.
+ */
+export const malformedBody: MalformedBody = (message) =>
+  new ApiError({
+    kind: 'malformed',
+    method: '',
+    path: '',
+    retryable: true,
+    serviceMessage: message,
+  });
 
 /**
  * Deepest nesting a record may have, the record itself being level 1. Real records nest three
@@ -109,7 +122,10 @@ class ByteWalker {
   /** Where the last backslash or control character outside a string is; -1 while none was walked. */
   lastEscapeOrControl = -1;
 
-  constructor(readonly bytes: Uint8Array) {}
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly malformed: MalformedBody = malformedBody,
+  ) {}
 
   get length(): number {
     return this.bytes.length;
@@ -137,7 +153,7 @@ class ByteWalker {
       } else if (byte === QUOTE) return i + 1;
       else i++;
     }
-    throw new MalformedBodyError('the body ends inside a string (truncated?)');
+    throw this.malformed('the body ends inside a string (truncated?)');
   }
 
   /**
@@ -179,7 +195,7 @@ class ByteWalker {
           break;
         i++;
       }
-      if (i === at) throw new MalformedBodyError(`a value is missing at byte ${at}`);
+      if (i === at) throw this.malformed(`a value is missing at byte ${at}`);
       return { end: i, topLevelKeys: 0, depth: 0 };
     }
     let depth = 0;
@@ -208,7 +224,7 @@ class ByteWalker {
       } else if (byte < SPACE) this.lastEscapeOrControl = i;
       i++;
     }
-    throw new MalformedBodyError('the body ends inside an object or array (truncated?)');
+    throw this.malformed('the body ends inside an object or array (truncated?)');
   }
 
   /**
@@ -217,23 +233,22 @@ class ByteWalker {
    * otherwise the walker finds the end. Returns the index just past the object.
    */
   members(at: number, visit: (key: string, start: number) => number | undefined): number {
-    if (this.bytes[at] !== OPEN_BRACE)
-      throw new MalformedBodyError(`expected an object at byte ${at}`);
+    if (this.bytes[at] !== OPEN_BRACE) throw this.malformed(`expected an object at byte ${at}`);
     let i = this.skipWhitespace(at + 1);
     if (this.bytes[i] === CLOSE_BRACE) return i + 1;
     for (;;) {
-      if (this.bytes[i] !== QUOTE) throw new MalformedBodyError(`expected a key at byte ${i}`);
+      if (this.bytes[i] !== QUOTE) throw this.malformed(`expected a key at byte ${i}`);
       const keyEnd = this.endOfString(i);
       const key = JSON.parse(decodeStrict(this.bytes.subarray(i, keyEnd))) as string;
       i = this.skipWhitespace(keyEnd);
-      if (this.bytes[i] !== COLON) throw new MalformedBodyError(`expected ':' at byte ${i}`);
+      if (this.bytes[i] !== COLON) throw this.malformed(`expected ':' at byte ${i}`);
       const valueStart = this.skipWhitespace(i + 1);
       const end = visit(key, valueStart) ?? this.endOfValue(valueStart).end;
       i = this.skipWhitespace(end);
       const next = this.bytes[i];
       if (next === COMMA) i = this.skipWhitespace(i + 1);
       else if (next === CLOSE_BRACE) return i + 1;
-      else throw new MalformedBodyError(`expected ',' or '}' at byte ${i} (truncated?)`);
+      else throw this.malformed(`expected ',' or '}' at byte ${i} (truncated?)`);
     }
   }
 
@@ -366,20 +381,26 @@ const DIGIT_0 = 0x30;
 const DIGIT_9 = 0x39;
 
 /** Reads a single-resource body (a message, a sender pack): the whole body is the record. */
-export function parseRecordBody(body: Uint8Array): ReceivedRecord {
-  const walker = new ByteWalker(body);
+export function parseRecordBody(
+  body: Uint8Array,
+  malformed: MalformedBody = malformedBody,
+): ReceivedRecord {
+  const walker = new ByteWalker(body, malformed);
   const start = walker.skipWhitespace(0);
-  if (start >= walker.length) throw new MalformedBodyError('the body is empty');
+  if (start >= walker.length) throw malformed('the body is empty');
   const span = recordSpan(walker, start);
   if (walker.skipWhitespace(span.end) !== walker.length) {
-    throw new MalformedBodyError(`unexpected bytes after the record at byte ${span.end}`);
+    throw malformed(`unexpected bytes after the record at byte ${span.end}`);
   }
   return readRecord(walker, span);
 }
 
 /** Reads a list response: `api_id`, `meta` and each element of `objects` as its own record. */
-export function parseListBody(body: Uint8Array): ReceivedList {
-  const walker = new ByteWalker(body);
+export function parseListBody(
+  body: Uint8Array,
+  malformed: MalformedBody = malformedBody,
+): ReceivedList {
+  const walker = new ByteWalker(body, malformed);
   const start = walker.skipWhitespace(0);
   let apiIdSpan: [number, number] | undefined;
   let metaSpan: [number, number] | undefined;
@@ -398,11 +419,11 @@ export function parseListBody(body: Uint8Array): ReceivedList {
     return valueEnd;
   });
   if (walker.skipWhitespace(end) !== walker.length) {
-    throw new MalformedBodyError(`unexpected bytes after the response at byte ${end}`);
+    throw malformed(`unexpected bytes after the response at byte ${end}`);
   }
-  if (spans === undefined) throw new MalformedBodyError('the response has no "objects" array');
-  if (metaSpan === undefined) throw new MalformedBodyError('the response has no "meta" block');
-  const meta = parseMeta(parseSlice(walker, metaSpan[0], metaSpan[1]));
+  if (spans === undefined) throw malformed('the response has no "objects" array');
+  if (metaSpan === undefined) throw malformed('the response has no "meta" block');
+  const meta = parseMeta(parseSlice(walker, metaSpan[0], metaSpan[1]), malformed);
   const apiIdValue =
     apiIdSpan === undefined ? undefined : parseSlice(walker, apiIdSpan[0], apiIdSpan[1]);
   const apiId = typeof apiIdValue === 'string' ? apiIdValue : undefined;
@@ -526,15 +547,13 @@ function parseSlice(walker: ByteWalker, start: number, end: number): unknown {
   try {
     return JSON.parse(decodeStrict(walker.slice(start, end)));
   } catch (error) {
-    throw new MalformedBodyError(
-      `invalid JSON in the response envelope: ${(error as Error).message}`,
-    );
+    throw walker.malformed(`invalid JSON in the response envelope: ${(error as Error).message}`);
   }
 }
 
 /** The span of every element of the `objects` array at `at`, and the index just past the array. */
 function recordSpans(walker: ByteWalker, at: number): { spans: RecordSpan[]; end: number } {
-  if (walker.byteAt(at) !== OPEN_BRACKET) throw new MalformedBodyError('"objects" is not an array');
+  if (walker.byteAt(at) !== OPEN_BRACKET) throw walker.malformed('"objects" is not an array');
   const spans: RecordSpan[] = [];
   let i = walker.skipWhitespace(at + 1);
   if (walker.byteAt(i) === CLOSE_BRACKET) return { spans, end: i + 1 };
@@ -545,18 +564,17 @@ function recordSpans(walker: ByteWalker, at: number): { spans: RecordSpan[]; end
     const next = walker.byteAt(i);
     if (next === COMMA) i = walker.skipWhitespace(i + 1);
     else if (next === CLOSE_BRACKET) return { spans, end: i + 1 };
-    else throw new MalformedBodyError(`expected ',' or ']' in "objects" at byte ${i} (truncated?)`);
+    else throw walker.malformed(`expected ',' or ']' in "objects" at byte ${i} (truncated?)`);
   }
 }
 
-function parseMeta(value: unknown): ListMetaWire {
-  if (value === null || typeof value !== 'object')
-    throw new MalformedBodyError('"meta" is not an object');
+function parseMeta(value: unknown, malformed: MalformedBody): ListMetaWire {
+  if (value === null || typeof value !== 'object') throw malformed('"meta" is not an object');
   const meta = value as Record<string, unknown>;
   const integer = (key: string): number => {
     const n = meta[key];
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-      throw new MalformedBodyError(`meta.${key} is not a whole number`);
+      throw malformed(`meta.${key} is not a whole number`);
     }
     return n;
   };
@@ -564,7 +582,7 @@ function parseMeta(value: unknown): ListMetaWire {
   const reference = (key: string): string | null => {
     const ref = meta[key];
     if (ref === null || ref === undefined || ref === '') return null;
-    if (typeof ref !== 'string') throw new MalformedBodyError(`meta.${key} is not text or null`);
+    if (typeof ref !== 'string') throw malformed(`meta.${key} is not text or null`);
     return ref;
   };
   return {
@@ -586,20 +604,23 @@ function parseMeta(value: unknown): ListMetaWire {
  * where the spec shows a list. A single record becomes a list of one (offset 0, no next page), so
  * callers handle both alike; an empty body or a non-object is malformed.
  */
-export function parseListOrRecordBody(body: Uint8Array): ReceivedList {
-  const walker = new ByteWalker(body);
+export function parseListOrRecordBody(
+  body: Uint8Array,
+  malformed: MalformedBody = malformedBody,
+): ReceivedList {
+  const walker = new ByteWalker(body, malformed);
   const start = walker.skipWhitespace(0);
-  if (start >= walker.length) throw new MalformedBodyError('the body is empty');
+  if (start >= walker.length) throw malformed('the body is empty');
   if (walker.byteAt(start) !== OPEN_BRACE) {
-    throw new MalformedBodyError('the response is not a JSON object');
+    throw malformed('the response is not a JSON object');
   }
   let isList = false;
   walker.members(start, (key) => {
     if (key === 'objects' || key === 'meta') isList = true;
     return undefined;
   });
-  if (isList) return parseListBody(body);
-  const record = parseRecordBody(body);
+  if (isList) return parseListBody(body, malformed);
+  const record = parseRecordBody(body, malformed);
   const apiId =
     record.value !== null &&
     typeof record.value === 'object' &&

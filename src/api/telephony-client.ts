@@ -1,7 +1,7 @@
 import { ApiError, mayHaveActed } from './api-errors.js';
 import { findStartedStream } from './find-started-stream.js';
 import {
-  MalformedBodyError,
+  type MalformedBody,
   parseListBody,
   parseListOrRecordBody,
   parseRecordBody,
@@ -478,7 +478,7 @@ export class TelephonyClient {
       const next = page.meta.next;
       if (next === null || next === '') return;
       // A service that pointed back at a page already read would otherwise loop for ever.
-      if (seen.has(next)) throw new MalformedBodyError(`meta.next repeats ${next}`);
+      if (seen.has(next)) throw new PageLimitError(listPath, `meta.next repeats ${next}`);
       // One that always points at a new page is bounded by its own count, then by the hard cap.
       const total = page.meta.total_count;
       if (Number.isSafeInteger(total) && records >= total) {
@@ -540,13 +540,14 @@ function pageQuery(page: PageRequest): URLSearchParams {
   return query;
 }
 
-function readStartStreamResponse(body: Uint8Array): StartStreamResponseWire {
-  const record = parseRecordBody(body);
+function readStartStreamResponse(
+  body: Uint8Array,
+  malformed: MalformedBody,
+): StartStreamResponseWire {
+  const record = parseRecordBody(body, malformed);
   const value = record.value as Partial<StartStreamResponseWire> | undefined;
   if (value === undefined || typeof value !== 'object' || value === null) {
-    throw new MalformedBodyError(
-      record.problem ?? 'the answer to a stream start is not a JSON object',
-    );
+    throw malformed(record.problem ?? 'the answer to a stream start is not a JSON object');
   }
   return {
     api_id: typeof value.api_id === 'string' ? value.api_id : '',

@@ -6,7 +6,7 @@ import { isStopped, StoppedError } from '../util/stopped-error.js';
 import { TELESYNC_VERSION } from '../version.js';
 import { ApiError, apiErrorWithAttempts, readErrorBody } from './api-errors.js';
 import { Exchange, type ReceivedAnswer } from './exchange.js';
-import { MalformedBodyError } from './received-json.js';
+import type { MalformedBody } from './received-json.js';
 import { RequestLimiter } from './request-limiter.js';
 
 import { RequestMeter } from './request-meter.js';
@@ -91,8 +91,11 @@ export interface RequestOptions {
   meter?: RequestMeter;
 }
 
-/** Reads a successful body; throw MalformedBodyError when it is not what the operation returns. */
-export type BodyReader<T> = (body: Uint8Array, status: number) => T;
+/**
+ * Reads a successful body; throws the error `malformed` makes (naming the request) when the body is
+ * not what the operation returns.
+ */
+export type BodyReader<T> = (body: Uint8Array, malformed: MalformedBody) => T;
 
 /** A request's path with its query, and the same with any secret in it redacted (for errors). */
 interface RequestTarget {
@@ -363,15 +366,10 @@ export class HttpTransport {
         ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
       });
     }
-    try {
-      return read(body, status);
-    } catch (error) {
-      if (error instanceof MalformedBodyError) {
-        for (const meter of meters) meter.recordOutcome('malformed');
-        throw failure({ kind: 'malformed', status, serviceMessage: error.message }, error);
-      }
-      throw error;
-    }
+    return read(body, (message) => {
+      for (const meter of meters) meter.recordOutcome('malformed');
+      return failure({ kind: 'malformed', status, serviceMessage: message });
+    });
   }
 
   /** One exchange through undici's dispatcher, its handler an Exchange (which see). */

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
-  MalformedBodyError,
   parseListBody,
   parseListOrRecordBody,
   parseRecordBody,
   RECORD_MAX_DEPTH,
   takeRecords,
 } from '../../src/api/received-json.js';
+import { ApiError } from '../../src/api/api-errors.js';
 import { findUnstorableText } from '../../src/normalize/parse.js';
 
 const bytes = (...parts: (string | number[])[]) =>
@@ -21,9 +21,7 @@ const META =
 describe('parseListBody', () => {
   it('checks the envelope at once and reads the records when asked; takeRecords leaves none behind', () => {
     // A truncated body fails when it arrives (the transport retries it), records or not.
-    expect(() => parseListBody(bytes(`{${META},"objects":[{"a":1},{"a":`))).toThrow(
-      MalformedBodyError,
-    );
+    expect(() => parseListBody(bytes(`{${META},"objects":[{"a":1},{"a":`))).toThrow(ApiError);
     const body = bytes(`{${META},"objects":[{"a":1},{"a":2}]}`);
     const list = parseListBody(body);
     // Read once, then the same records on every ask.
@@ -126,7 +124,7 @@ describe('parseListBody', () => {
       '{"meta":{"limit":20,"offset":0,"next":null,"previous":null,"total_count":-1},"objects":[]}',
     ],
   ])('refuses a body that is %s', (_name, body) => {
-    expect(() => parseListBody(bytes(body))).toThrow(MalformedBodyError);
+    expect(() => parseListBody(bytes(body))).toThrow(ApiError);
   });
 });
 
@@ -147,8 +145,28 @@ describe('parseRecordBody', () => {
     ]);
   });
   it('refuses an empty or truncated body', () => {
-    expect(() => parseRecordBody(bytes(''))).toThrow(MalformedBodyError);
-    expect(() => parseRecordBody(bytes('{"a":'))).toThrow(MalformedBodyError);
+    expect(() => parseRecordBody(bytes(''))).toThrow(ApiError);
+    expect(() => parseRecordBody(bytes('{"a":'))).toThrow(ApiError);
+    expect(() => parseRecordBody(bytes('{"a":'))).toThrow(
+      expect.objectContaining({ kind: 'malformed', retryable: true }) as Error,
+    );
+  });
+
+  it('throws the error the reader is given, naming the request', () => {
+    const named = (message: string) =>
+      new ApiError({
+        kind: 'malformed',
+        method: 'GET',
+        path: '/x',
+        retryable: true,
+        serviceMessage: message,
+      });
+    expect(() => parseListBody(bytes('{"objects":[]}'), named)).toThrow(
+      expect.objectContaining({
+        path: '/x',
+        serviceMessage: 'the response has no "meta" block',
+      }) as Error,
+    );
   });
 });
 
@@ -169,7 +187,7 @@ describe('shapes of the real service (A9, A45)', () => {
 
   it('still refuses a meta with neither total_count nor count', () => {
     const body = bytes('{"meta":{"limit":20,"offset":0,"next":null},"objects":[]}');
-    expect(() => parseListBody(body)).toThrow(MalformedBodyError);
+    expect(() => parseListBody(body)).toThrow(ApiError);
   });
 
   it('reads a single caller ID answered as one object as a list of one, exact bytes kept', () => {
@@ -184,8 +202,8 @@ describe('shapes of the real service (A9, A45)', () => {
     const list = parseListOrRecordBody(bytes(`{${META},"objects":[{"a":1}]}`));
     expect(list.meta.total_count).toBe(41);
     expect(list.records).toHaveLength(1);
-    expect(() => parseListOrRecordBody(bytes('[1]'))).toThrow(MalformedBodyError);
-    expect(() => parseListOrRecordBody(bytes(''))).toThrow(MalformedBodyError);
+    expect(() => parseListOrRecordBody(bytes('[1]'))).toThrow(ApiError);
+    expect(() => parseListOrRecordBody(bytes(''))).toThrow(ApiError);
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoppedError } from '../../src/util/stopped-error.js';
 import { ApiError } from '../../src/api/api-errors.js';
-import type { ReceivedList } from '../../src/api/received-json.js';
+import { malformedBody, type ReceivedList } from '../../src/api/received-json.js';
 import { PageLimitError, TelephonyClient } from '../../src/api/telephony-client.js';
 import type { BodyReader, HttpTransport, RequestSpec } from '../../src/api/transport.js';
 
@@ -42,7 +42,7 @@ function fakeService(
         meta: { limit, offset, total_count: total, next: null, previous: null },
         objects,
       };
-      return read(new TextEncoder().encode(JSON.stringify(body)), 200);
+      return read(new TextEncoder().encode(JSON.stringify(body)), malformedBody);
     },
   };
   const client = new TelephonyClient(transport as unknown as HttpTransport, 'MA_PAGER');
@@ -175,7 +175,7 @@ function endlessList(options: { totalCount: number; perPage: number; lastPage?: 
         meta: { limit: options.perPage, offset, total_count: options.totalCount, next },
         objects,
       };
-      return read(new TextEncoder().encode(JSON.stringify(body)), 200);
+      return read(new TextEncoder().encode(JSON.stringify(body)), malformedBody);
     },
   };
   const client = new TelephonyClient(transport as unknown as HttpTransport, 'MA_PAGER');

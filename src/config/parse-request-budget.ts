@@ -1,4 +1,5 @@
 import type { RequestBudget } from '../api/api-settings.js';
+import { parseRequestRate } from '../domain/parse-request-rate.js';
 
 /**
  * The request budget and share settings as people write them. Pure: a value, or the reason it is
@@ -9,31 +10,27 @@ import type { RequestBudget } from '../api/api-settings.js';
 export const BUDGET_MAX_WINDOW_SECONDS = 3600;
 const BUDGET_MAX_REQUESTS = 1_000_000;
 
-const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, sec: 1, m: 60, min: 60 };
-
 /**
  * `300/5s` (300 requests per 5 seconds), `60/s`, `1000/1m`: whole requests over a whole number of
  * seconds or minutes, 1 s to 1 h.
  */
 export function parseRequestBudget(text: string): RequestBudget | { problem: string } {
-  const match = /^([0-9]{1,7})\s*\/\s*([0-9]{0,4})\s*(s|sec|m|min)$/i.exec(text.trim());
-  if (match === null) {
+  const rate = parseRequestRate(text);
+  if (rate === undefined) {
     return {
       problem: `"${text}" is not a budget such as "300/5s" (requests / window in s or m, e.g. 60/s, 1000/1m)`,
     };
   }
-  const requests = Number(match[1]);
-  const windowSeconds =
-    Number(match[2] === '' ? '1' : match[2]) * UNIT_SECONDS[match[3]!.toLowerCase()]!;
+  const { requests, windowMs } = rate;
   if (requests < 1 || requests > BUDGET_MAX_REQUESTS) {
     return {
       problem: `"${text}": requests must be from 1 to ${BUDGET_MAX_REQUESTS.toLocaleString('en-US')}`,
     };
   }
-  if (windowSeconds < 1 || windowSeconds > BUDGET_MAX_WINDOW_SECONDS) {
-    return { problem: `"${text}": the window must be from 1 s to 60 m` };
+  if (windowMs % 1_000 !== 0 || windowMs < 1_000 || windowMs > BUDGET_MAX_WINDOW_SECONDS * 1_000) {
+    return { problem: `"${text}": the window must be whole seconds, from 1 s to 60 m` };
   }
-  return { requests, windowSeconds };
+  return { requests, windowSeconds: windowMs / 1_000 };
 }
 
 /** `80%` or `0.8`: a share above 0 and at most the whole (100%, 1). */

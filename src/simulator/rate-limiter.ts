@@ -1,29 +1,23 @@
+import { parseRequestRate, type RequestRate } from '../domain/parse-request-rate.js';
 import { MICROS_PER_SECOND, type EpochMicros } from '../util/micros.js';
 
 /** A request budget: at most `requests` in any window of `windowMs` milliseconds. */
-export interface RateLimit {
-  readonly requests: number;
-  readonly windowMs: number;
-}
-
-const RATE_LIMIT_FORM = /^(\d+)\/(\d*)(ms|s|m)$/;
-const UNIT_MS = { ms: 1, s: 1_000, m: 60_000 } as const;
+export type RateLimit = RequestRate;
 
 /** The accepted form of a rate limit, for messages. */
 export const RATE_LIMIT_FORM_HELP = 'REQUESTS/WINDOW such as 300/5s, 50/s, 1000/1m or 10/500ms';
 
 /**
- * Parses `300/5s` (300 requests per 5 seconds), `50/s`, `1000/1m`, `10/500ms`. Undefined when the
- * text is not of that form or names zero requests or an empty window.
+ * Reads `300/5s` (300 requests per 5 seconds), `50/s`, `1000/1m`, `10/500ms` as telesync's budget
+ * is read. Undefined when the text is not of that form or names zero requests or an empty window.
  */
 export function parseRateLimit(text: string): RateLimit | undefined {
-  const match = RATE_LIMIT_FORM.exec(text.trim());
-  if (match === null) return undefined;
-  const [, count, amount, unit] = match;
-  const requests = Number(count);
-  const windowMs = (amount === '' ? 1 : Number(amount)) * UNIT_MS[unit as keyof typeof UNIT_MS];
-  if (!Number.isSafeInteger(requests) || requests < 1 || !(windowMs >= 1)) return undefined;
-  return { requests, windowMs };
+  const rate = parseRequestRate(text);
+  if (rate === undefined) return undefined;
+  if (!Number.isSafeInteger(rate.requests) || rate.requests < 1 || !(rate.windowMs >= 1)) {
+    return undefined;
+  }
+  return rate;
 }
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };

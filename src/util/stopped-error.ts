@@ -15,3 +15,11 @@ export class StoppedError extends Error {
 export function isStopped(error: unknown): error is StoppedError {
   return error instanceof StoppedError;
 }
+
+/**
+ * Throws the stop when `signal` was aborted: for work that checks between its steps. The signal's
+ * reason is the cause, so the log can say what asked for the stop.
+ */
+export function throwIfStopped(signal: AbortSignal | undefined, message?: string): void {
+  if (signal?.aborted === true) throw new StoppedError(message, { cause: signal.reason });
+}

@@ -2,12 +2,11 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scheduleVariable } from '../../src/config/load-config.js';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
 import { startCliFixture, type StartedCliFixture } from '../support/cli-fixture.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
 import { freePort } from '../support/telesync-process.js';
+import { SCHEDULES_OFF } from '../support/schedules-off.js';
 
 /**
  * The callback receiver under a flood of unsigned junk, against the real `telesync schedule`
@@ -37,7 +36,7 @@ beforeAll(async () => {
       TELESYNC_BASE_URL: 'http://127.0.0.1:9',
       TELESYNC_HTTP_PORT: String(mainPort),
       TELESYNC_CALLBACK_PORT: String(callbackPort),
-      ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+      ...SCHEDULES_OFF,
       TELESYNC_SCHEDULE_ENDPOINTS: '0 0 1 1 *',
     },
     { timeoutMs: 170_000 },

@@ -4,7 +4,7 @@ import { scheduleVariable } from '../../src/config/load-config.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import type { HealthReport } from '../../src/scheduler/health.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
-import { STREAM_NAMES, type StreamName } from '../../src/domain/streams.js';
+import type { StreamName } from '../../src/domain/streams.js';
 import { parsePrometheusText, sumOf, type MetricSample } from '../support/prometheus-text.js';
 import {
   runTelesync,
@@ -16,6 +16,7 @@ import { accountEnv, useCliFixture } from '../support/cli-fixture.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 import { freePort, waitFor } from '../support/telesync-process.js';
 import { harnessTarget } from '../support/test-database.js';
+import { SCHEDULES_OFF } from '../support/schedules-off.js';
 
 const ACCOUNTS = {
   ticks: { authId: 'MA_SCHED_TICKS', authToken: 'tok_sched_ticks_secret' },
@@ -26,9 +27,6 @@ const ACCOUNTS = {
 };
 type Account = (typeof ACCOUNTS)[keyof typeof ACCOUNTS];
 
-/** Every stream off: each test turns on the ones it needs. */
-const ALL_OFF = Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off']));
-
 /**
  * One simulator and one database for the file; each test has an account of its own, so their rows
  * stay apart. Not migrated by the fixture: the first check runs `schedule` before the migration.
@@ -38,7 +36,7 @@ const cli = useCliFixture({
     startSimulator({ seed: 'e2e-schedule', calls: 20_000, accounts: Object.values(ACCOUNTS) }),
   account: ACCOUNTS.ticks,
   // Ticks seconds apart need node-cron's seconds field, which telesync takes only when asked.
-  env: { TELESYNC_SCHEDULE_TIMEZONE: 'UTC', ...ALL_OFF },
+  env: { TELESYNC_SCHEDULE_TIMEZONE: 'UTC', ...SCHEDULES_OFF },
   migrate: false,
 });
 /** `telesync schedule` on that database before it was migrated. */

@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { signStreamCallbackV3 } from '../../src/api/stream-callback-signature.js';
-import { scheduleVariable } from '../../src/config/load-config.js';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
 import { epochMicrosFromMillis, formatIsoMicros } from '../../src/util/micros.js';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
 import { freePort } from '../support/telesync-process.js';
 import { useCliFixture } from '../support/cli-fixture.js';
+import { SCHEDULES_OFF } from '../support/schedules-off.js';
 
 /** `telesync schedule` serves the stream callback route only when TELESYNC_PUBLIC_URL is set. */
 
@@ -30,7 +29,7 @@ async function startScheduler(port: number, extra: Record<string, string>) {
         TELESYNC_BASE_URL: 'http://127.0.0.1:9',
       }),
       TELESYNC_HTTP_PORT: String(port),
-      ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+      ...SCHEDULES_OFF,
       TELESYNC_SCHEDULE_ENDPOINTS: '0 0 1 1 *',
       ...extra,
     },

@@ -16,6 +16,7 @@ import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run
 import { freePort } from '../support/telesync-process.js';
 import { lastJson } from '../support/command-output.js';
 import { clearOfUtcMidnight, utcDaysTouched } from '../support/utc-days.js';
+import { SCHEDULES_OFF } from '../support/schedules-off.js';
 
 /**
  * The status page in a real headless browser (Debian's chromium, driven by playwright-core):
@@ -34,7 +35,7 @@ const SCREENSHOT = join(tmpdir(), 'telesync-status-page.png');
 
 /** Every stream off but trunk_calls, on a cron that does not fire during the test. */
 const SCHEDULE = {
-  ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+  ...SCHEDULES_OFF,
   [scheduleVariable('trunk_calls')]: '0 0 1 1 *',
 };
 

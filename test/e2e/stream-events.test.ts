@@ -2,8 +2,6 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildPlayAudioMessage } from '../../src/api/play-audio.js';
-import { scheduleVariable } from '../../src/config/load-config.js';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
 import { startMediaServer, type MediaServer } from '../support/media-server.js';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
@@ -14,6 +12,7 @@ import {
 } from '../support/test-certificate-authority.js';
 import { startCliFixture, type StartedCliFixture } from '../support/cli-fixture.js';
 import { harnessTarget } from '../support/test-database.js';
+import { SCHEDULES_OFF } from '../support/schedules-off.js';
 
 /**
  * The whole life of an audio stream, with real processes:
@@ -104,7 +103,7 @@ beforeAll(async () => {
     {
       ...env,
       TELESYNC_HTTP_PORT: String(schedulePort),
-      ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+      ...SCHEDULES_OFF,
       // Scheduled, so schedule starts, but no tick comes during the test.
       TELESYNC_SCHEDULE_ENDPOINTS: '0 0 1 1 *',
     },

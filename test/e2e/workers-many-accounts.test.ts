@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
-import { scheduleVariable } from '../../src/config/config-defaults.js';
 import { openDatabase } from '../../src/db/connect.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { sleep } from '../../src/util/sleep.js';
@@ -18,16 +16,13 @@ import {
 import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
 import { waitFor } from '../support/telesync-process.js';
 import { harnessTarget, type CliDatabase } from '../support/test-database.js';
+import { SCHEDULES_OFF } from '../support/schedules-off.js';
 
 const ACCOUNTS = testAccounts('MA_MANY', 300);
 
 /** Most transactions a second two idle workers of 300 accounts may cost PostgreSQL. */
 const IDLE_TRANSACTIONS_PER_SECOND = 10;
 const IDLE_MEASURE_MS = 20_000;
-
-const SCHEDULES_OFF = Object.fromEntries(
-  STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off']),
-);
 
 describe.skipIf(harnessTarget().kind !== 'postgres')(
   'two workers and three hundred accounts through the job queue',

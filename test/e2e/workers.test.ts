@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
-import { scheduleVariable } from '../../src/config/config-defaults.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { useCliFixture } from '../support/cli-fixture.js';
 import { lastJson } from '../support/command-output.js';
@@ -15,6 +13,7 @@ import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run
 import { waitFor } from '../support/telesync-process.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 import { harnessTarget } from '../support/test-database.js';
+import { SCHEDULES_OFF } from '../support/schedules-off.js';
 
 const ACCOUNTS = testAccounts('MA_WORK', 20);
 
@@ -22,10 +21,6 @@ interface QueueReport {
   jobs: { account: string; stream: string; waiting: number; active: number; failed: number }[];
   workers: { pid: number; heartbeat_at: string }[];
 }
-const SCHEDULES_OFF = Object.fromEntries(
-  STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off']),
-);
-
 describe.skipIf(harnessTarget().kind !== 'postgres')(
   'three workers and twenty accounts through the job queue',
   () => {

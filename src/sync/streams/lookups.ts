@@ -19,7 +19,7 @@ import type { StreamName } from '../../domain/streams.js';
 import { ONE_TRANSACTION_PER_UNIT, type BatchLoader } from '../../load/batch-loader.js';
 import type { Normalizer } from '../../normalize/normalize-records.js';
 import { describeError } from '../../util/coerce-error.js';
-import { isStopped, StoppedError } from '../../util/stopped-error.js';
+import { isStopped, throwIfStopped } from '../../util/stopped-error.js';
 import { formatIsoMicros, MICROS_PER_HOUR, MICROS_PER_MINUTE } from '../../util/micros.js';
 import { receiveRecords } from '../receive-records.js';
 import { pagingOptions, type RunContext } from '../run-context.js';
@@ -136,7 +136,7 @@ async function* dueRounds(
 ): AsyncIterable<readonly LookupUnit[]> {
   for (;;) {
     // Stop between rounds: each round commits whole, so nothing fetched is left unstored.
-    if (run.signal?.aborted === true) throw new StoppedError();
+    throwIfStopped(run.signal, 'stopped on request between two rounds of lookups');
     const due = await findDueLookups(
       run.database.db,
       queue,

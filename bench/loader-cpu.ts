@@ -49,7 +49,7 @@ try {
       await database.db
         .transaction()
         .execute((trx) =>
-          upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, at, 'copy', { direct }),
+          upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, at, { direct }),
         );
     }
     const used = process.cpuUsage(client);

@@ -98,7 +98,7 @@ runWorker(async () => {
           await database.db
             .transaction()
             .execute((trx) =>
-              upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, syncedAt, 'copy'),
+              upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, syncedAt),
             );
         }
       };

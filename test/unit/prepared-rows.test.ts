@@ -106,7 +106,8 @@ describe('PreparedRows', () => {
     expect(result.upserted).toBe(2);
     const copies = queries.map((query) => copyPayloadOf(query)).filter((p) => p !== undefined);
     expect(copies).toHaveLength(1);
-    const aliases = String(copies[0]!.data)
+    const aliases = Buffer.concat(copies[0]!.chunks())
+      .toString('utf8')
       .split('\n')
       .filter((line) => line !== '')
       .map((line) => line.split('\t')[spec.columns.indexOf('alias')]);

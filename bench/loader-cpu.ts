@@ -48,9 +48,7 @@ try {
       const at = new Date().toISOString();
       await database.db
         .transaction()
-        .execute((trx) =>
-          upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, at, 'copy', { direct }),
-        );
+        .execute((trx) => upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, at, { direct }));
     }
     const used = process.cpuUsage(client);
     const serverSeconds = ticksToSeconds((readProcessCpuTicks(pid) ?? Number.NaN) - server);

@@ -13,8 +13,8 @@ import { readWorkerInput, runWorker, writeWorkerResult } from '../support/worker
 /**
  * The COPY limit: the rows a backfill of the last `days` days stores, normalised beforehand (by
  * telesync's own parser and normaliser, from the same simulated data, untimed), then loaded the
- * way telesync loads them — telesync's upsertDataRows in 'copy' mode (COPY into a temporary staging
- * table, then one INSERT … SELECT … ON CONFLICT), `batchSize` rows per transaction — into the
+ * way telesync upserts them — telesync's upsertDataRows (COPY into a temporary staging table,
+ * then one INSERT … SELECT … ON CONFLICT), `batchSize` rows per transaction — into the
  * freshly migrated trunk_calls of `schema`. No HTTP. It loads them once for each number of lanes
  * asked for (connections each running their transactions one after the other, taking the next
  * batch as they finish), emptying the table (TRUNCATE) and CHECKPOINTing before each: the best of
@@ -97,9 +97,7 @@ runWorker(async () => {
           const syncedAt = formatIsoMicros(epochMicrosFromMillis(Date.now()));
           await database.db
             .transaction()
-            .execute((trx) =>
-              upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, syncedAt, 'copy'),
-            );
+            .execute((trx) => upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, syncedAt));
         }
       };
       const started = performance.now();

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { openDatabase } from '../../src/db/connect.js';
-import { upsertDataRows, type LoadRow, type LoadStrategy } from '../../src/db/data-loader.js';
+import { upsertDataRows, type LoadRow } from '../../src/db/data-loader.js';
 import { TRUNK_CALLS } from '../../src/db/table-specs.js';
 import { epochMicrosFromMillis, formatIsoMicros } from '../../src/util/micros.js';
 import { rotate } from '../support/stats.js';
@@ -9,13 +9,18 @@ import { DAY_MICROS, SimulatorOracle, type OracleSpec } from '../support/simulat
 import { readWorkerInput, runWorker, writeWorkerResult } from '../support/worker-protocol.js';
 
 /**
- * The loader choice: telesync's upsertDataRows in both modes — 'copy' (COPY into a staging table,
- * then INSERT … SELECT … ON CONFLICT) and 'insert' (multi-row INSERT … VALUES … ON CONFLICT, split
- * under 65,535 parameters) — at several batch sizes, into the real trunk_calls table (emptied
- * before each load), each batch its own transaction as the sync engine does. Each load is timed
- * twice: into the empty table (new rows), then again with the same rows (every row present and
- * unchanged: what re-reading a window costs). Configurations rotate from run to run.
+ * The loader choice: telesync's upsertDataRows in the two ways the product loads — 'direct' (a
+ * COPY straight into the table in a savepoint, upserted after a unique violation) and 'staging'
+ * (COPY into a staging table, then INSERT … SELECT … ON CONFLICT) — at several batch sizes, into
+ * the real trunk_calls table (emptied before each load), each batch its own transaction as the
+ * sync engine does. Each load is timed twice: into the empty table (new rows), then again with the
+ * same rows (every row present and unchanged: what re-reading a window costs; 'direct' then tries
+ * each batch directly before its upsert, which the product's lanes stop doing after a conflict).
+ * Configurations rotate from run to run.
  */
+
+/** How a batch is loaded: the two ways of the product (UpsertOptions.direct or not). */
+export type LoadWay = 'direct' | 'staging';
 
 export interface LoaderChoiceInput {
   oracle: OracleSpec;
@@ -23,13 +28,13 @@ export interface LoaderChoiceInput {
   schema: string;
   rows: number;
   batchSizes: number[];
-  strategies: LoadStrategy[];
+  ways: LoadWay[];
   runs: number;
 }
 
 export interface LoaderMeasurement {
   run: number;
-  strategy: LoadStrategy;
+  way: LoadWay;
   batchSize: number;
   rows: number;
   /** Loading into the empty table. */
@@ -73,7 +78,7 @@ runWorker(async () => {
     Number((await admin.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]?.n);
 
   const load = async (
-    strategy: LoadStrategy,
+    way: LoadWay,
     batchSize: number,
     subset: readonly LoadRow[] = rows,
   ): Promise<{ ms: number; written: number }> => {
@@ -82,40 +87,41 @@ runWorker(async () => {
     for (let offset = 0; offset < subset.length; offset += batchSize) {
       const batch: LoadRow[] = subset.slice(offset, offset + batchSize);
       const syncedAt = formatIsoMicros(epochMicrosFromMillis(Date.now()));
-      const result = await database.db
-        .transaction()
-        .execute((trx) =>
-          upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, syncedAt, strategy),
-        );
+      const result = await database.db.transaction().execute((trx) =>
+        upsertDataRows(trx, database.schema, TRUNK_CALLS, batch, syncedAt, {
+          direct: way === 'direct',
+        }),
+      );
       written += result.written;
     }
     return { ms: performance.now() - started, written };
   };
 
-  const configs = input.strategies.flatMap((strategy) =>
-    input.batchSizes.map((batchSize) => ({ strategy, batchSize })),
+  const configs = input.ways.flatMap((way) =>
+    input.batchSizes.map((batchSize) => ({ way, batchSize })),
   );
   const measurements: LoaderMeasurement[] = [];
   try {
     // Warm the connections and both code paths (untimed).
-    await load('copy', 500, rows.slice(0, 1000));
-    await load('insert', 500, rows.slice(0, 1000));
+    await load('staging', 500, rows.slice(0, 1000));
+    await admin.query(`TRUNCATE ${table}`);
+    await load('direct', 500, rows.slice(0, 1000));
     for (let run = 0; run < input.runs; run++) {
-      for (const { strategy, batchSize } of rotate(configs, run)) {
+      for (const { way, batchSize } of rotate(configs, run)) {
         await admin.query(`TRUNCATE ${table}`);
         await admin.query('CHECKPOINT').catch(() => undefined);
-        const fresh = await load(strategy, batchSize);
+        const fresh = await load(way, batchSize);
         const afterFresh = await count();
-        const unchanged = await load(strategy, batchSize);
+        const unchanged = await load(way, batchSize);
         const afterUnchanged = await count();
         if (afterFresh !== rows.length || afterUnchanged !== rows.length) {
           throw new Error(
-            `${strategy}/${batchSize}: ${rows.length} rows loaded but the table holds ${afterFresh} then ${afterUnchanged}`,
+            `${way}/${batchSize}: ${rows.length} rows loaded but the table holds ${afterFresh} then ${afterUnchanged}`,
           );
         }
         measurements.push({
           run: run + 1,
-          strategy,
+          way,
           batchSize,
           rows: rows.length,
           freshMs: fresh.ms,
@@ -124,7 +130,7 @@ runWorker(async () => {
           unchangedWritten: unchanged.written,
         });
         process.stderr.write(
-          `loader ${strategy}/${batchSize} run ${run + 1}: ${Math.round((rows.length / fresh.ms) * 1000)} rows/s new, ` +
+          `loader ${way}/${batchSize} run ${run + 1}: ${Math.round((rows.length / fresh.ms) * 1000)} rows/s new, ` +
             `${Math.round((rows.length / unchanged.ms) * 1000)} rows/s unchanged\n`,
         );
       }

@@ -1,13 +1,9 @@
-import { CompiledQuery } from 'kysely';
 import { RecordJson } from '../util/record-json.js';
 
 /**
- * Bulk loading through COPY, in the middle of an ordinary Kysely transaction.
- *
- * Kysely has no COPY; both drivers of telesync recognise a query whose only parameter is a
- * `CopyPayload` and run it as `COPY … FROM STDIN` (pg, through pg-copy-streams) or
- * `COPY … FROM '/dev/blob'` (PGlite). Because it travels as a normal query it runs on the
- * transaction's own connection, so COPY, upsert and checkpoint commit together.
+ * One COPY into a table, as the loading port (LoadConnection.copyIn) takes it: the connection runs
+ * it as `COPY … FROM STDIN` (pg, through pg-copy-streams) or `COPY … FROM '/dev/blob'` (PGlite),
+ * in the transaction in hand, so COPY, upsert and checkpoint commit together.
  */
 export class CopyPayload {
   constructor(
@@ -15,8 +11,11 @@ export class CopyPayload {
     readonly target: string,
     /** Quoted column names in the order of the data's fields. */
     readonly columns: readonly string[],
-    /** Rows in COPY text format (tab-separated, `\N` for null, newline-terminated). */
-    readonly data: CopyText | string,
+    /**
+     * The rows in the format `options` names: COPY text by default (tab-separated, `\N` for
+     * null, newline-terminated), as a string or as byte chunks (a CopyText).
+     */
+    readonly data: CopyBytes | string,
     /**
      * Statements without parameters to run first, in the same transaction: the staging table's
      * creation or emptying. The PostgreSQL driver sends them in the COPY's own message, which
@@ -31,6 +30,8 @@ export class CopyPayload {
      * nothing to create (docs/scaling.md, "The cost of a loading transaction").
      */
     readonly sessionSetup: readonly string[] = [],
+    /** COPY's options, as in `WITH (…)`: `FORMAT binary`; empty for the text format. */
+    readonly options: string = '',
   ) {}
 
   /** The data as the bytes to send, in order. */
@@ -40,8 +41,14 @@ export class CopyPayload {
 
   /** The COPY statement reading the data from `source` (`STDIN`, or a file such as PGlite's). */
   statement(source: string): string {
-    return `COPY ${this.target} (${this.columns.join(', ')}) FROM ${source}`;
+    const options = this.options === '' ? '' : ` WITH (${this.options})`;
+    return `COPY ${this.target} (${this.columns.join(', ')}) FROM ${source}${options}`;
   }
+}
+
+/** COPY data as byte chunks, sent in order. */
+export interface CopyBytes {
+  chunks(): Buffer[];
 }
 
 /**
@@ -185,17 +192,6 @@ export class CopyText {
 }
 
 const NEWLINE = 0x0a;
-
-/** Returns the payload when `query` is a COPY request built by `compileCopy`. */
-export function copyPayloadOf(query: CompiledQuery): CopyPayload | undefined {
-  const [first] = query.parameters;
-  return query.parameters.length === 1 && first instanceof CopyPayload ? first : undefined;
-}
-
-/** Builds the query that the drivers turn into a COPY. */
-export function compileCopy(payload: CopyPayload): CompiledQuery {
-  return CompiledQuery.raw(payload.statement('STDIN'), [payload]);
-}
 
 /**
  * Encodes one value for COPY's text format. `null`/`undefined` become `\N`; strings escape

@@ -1,21 +1,21 @@
 import { createHash } from 'node:crypto';
-import { CompiledQuery, type Kysely } from 'kysely';
-import { compileCopy, CopyPayload, CopyText, encodeCopyValue } from './copy-payload.js';
-import { preparedQuery } from './prepared-query.js';
+import { CopyPayload, CopyText, encodeCopyValue } from './copy-payload.js';
+import {
+  loadConnectionOf,
+  type LoadConnection,
+  type TransactionRunner,
+} from './load-connection.js';
 import { qualifiedName, quoteIdent } from './identifiers.js';
 import { RecordJson } from '../util/record-json.js';
 import { VOLATILE_RAW_KEYS, type DataTableSpec } from './table-specs.js';
 
-/**
- * Upserts of normalised rows into the data tables.
- *
- * Two ways, measured against each other by `npm run bench` (loader choice): COPY into a staging
- * table then one INSERT … SELECT … ON CONFLICT (the default: about twice as fast on wide rows), or
- * multi-row INSERT … VALUES … ON CONFLICT. Both leave the same rows: an existing row is rewritten
- * only when its content changed (its raw record, less the request ids, differs), so re-syncs make
- * no dead tuples and `changed_at` means "the service changed this record".
+/*
+ * Upserts of normalised rows into the data tables, through the loading port (LoadConnection): COPY
+ * into a staging table then one INSERT … SELECT … ON CONFLICT, or, for rows most likely new, a COPY
+ * straight into the table. An existing row is rewritten only when its content changed (its raw
+ * record, less the request ids, differs), so re-syncs make no dead tuples and `changed_at` means
+ * "the service changed this record".
  */
-export type LoadStrategy = 'copy' | 'insert';
 
 export interface UpsertResult {
   /** Rows handed to the upsert after removing repeats of a key within the batch. */
@@ -35,8 +35,8 @@ export interface UpsertOptions {
    * Try the batch as a plain COPY into the table first, inside a savepoint: for rows the table
    * most likely holds none of yet (a window read for the first time), it saves the server the
    * staging table and the upsert, most of its CPU per row. A unique violation rolls back to the
-   * savepoint and the batch is upserted as usual, so a re-read changes nothing. Only for the
-   * 'copy' strategy and tables that are not snapshots; otherwise ignored.
+   * savepoint and the batch is upserted as usual, so a re-read changes nothing. Only for tables
+   * that are not snapshots; otherwise ignored.
    */
   readonly direct?: boolean;
 }
@@ -49,24 +49,12 @@ const STAMP_PLACEHOLDER = '1970-01-01T00:00:00.000000Z';
 const DIRECT_SAVEPOINT = 'telesync_direct_copy';
 const UNIQUE_VIOLATION = '23505';
 
-/** Anything that runs compiled queries: a Kysely instance or a transaction, of any schema type. */
-export type QueryRunner = Pick<Kysely<unknown>, 'executeQuery'>;
-
 /** A row as a normaliser makes it: column → value. */
 export type LoadRow = Readonly<Record<string, unknown>>;
 
 /**
- * The staging tables each transaction (the runner it was given) has loaded through: the runner of
- * a transaction is one object for its whole life, and is collected with it.
- */
-const stagedIn = new WeakMap<QueryRunner, Set<string>>();
-
-/** Postgres allows 65,535 parameters in one statement; multi-row INSERTs stay below it. */
-const MAX_STATEMENT_PARAMETERS = 65_000;
-
-/**
- * Rows made ready for one loading strategy as they are buffered: for COPY, each row's line in the
- * batch's COPY text; for INSERT, the row itself; for both, its key. A batch waits a fraction of a
+ * Rows made ready for loading as they are buffered: each row's line in the batch's COPY text, and
+ * its key. A batch waits a fraction of a
  * second or more before it is written: its COPY text is bytes outside the JavaScript heap, a
  * third the size of the row objects with their strings and nothing for the collector to trace, so
  * a backfill's heap stays small without extra full collections.
@@ -74,10 +62,8 @@ const MAX_STATEMENT_PARAMETERS = 65_000;
 export class PreparedRows {
   /** Each row's key columns, joined: the last row of a key wins. */
   readonly keys: string[] = [];
-  /** 'copy': the rows in COPY text format. */
+  /** The rows in COPY text format. */
   readonly copyText = new CopyText();
-  /** 'insert': the rows themselves. */
-  readonly rows: LoadRow[] = [];
   /**
    * Whether each COPY line starts with a synced_at field (STAMP_PLACEHOLDER until sent), so the
    * same text can go into the table itself (UpsertOptions.direct) or into the staging table.
@@ -86,15 +72,10 @@ export class PreparedRows {
   /** One row's encoded fields, reused row after row. */
   readonly #fields: string[];
 
-  constructor(
-    readonly spec: DataTableSpec,
-    readonly strategy: LoadStrategy,
-  ) {
-    this.stamped = strategy === 'copy' && !spec.snapshot;
+  constructor(readonly spec: DataTableSpec) {
+    this.stamped = !spec.snapshot;
     const offset = this.stamped ? 1 : 0;
-    this.#fields = new Array<string>(strategy === 'copy' ? spec.columns.length + offset : 0).fill(
-      '',
-    );
+    this.#fields = new Array<string>(spec.columns.length + offset).fill('');
     if (this.stamped) this.#fields[0] = STAMP_PLACEHOLDER;
   }
 
@@ -111,25 +92,21 @@ export class PreparedRows {
   /** Adds `row`, whose key (`rowKey`) the caller may have computed already. */
   add(row: LoadRow, key: string = rowKey(row, this.spec.key)): void {
     this.keys.push(key);
-    if (this.strategy === 'copy') {
-      const fields = this.#fields;
-      const columns = this.spec.columns;
-      const offset = this.stamped ? 1 : 0;
-      const lastColumn = columns.length - 1;
-      for (let c = 0; c < lastColumn; c++) fields[c + offset] = encodeCopyValue(row[columns[c]!]);
-      // The last column is the record's raw JSON: its bytes as received when COPY takes them so.
-      const last = row[columns[lastColumn]!];
-      if (last instanceof RecordJson && last.plainBytes) {
-        this.copyText.appendFieldsWithBytes(fields, last.bytes);
-        return;
-      }
-      fields[lastColumn + offset] = encodeCopyValue(last);
-      this.copyText.appendFields(fields);
-      // The last field is often a slice of its page's whole text: not kept alive until the next row.
-      fields[fields.length - 1] = '';
-    } else {
-      this.rows.push(row);
+    const fields = this.#fields;
+    const columns = this.spec.columns;
+    const offset = this.stamped ? 1 : 0;
+    const lastColumn = columns.length - 1;
+    for (let c = 0; c < lastColumn; c++) fields[c + offset] = encodeCopyValue(row[columns[c]!]);
+    // The last column is the record's raw JSON: its bytes as received when COPY takes them so.
+    const last = row[columns[lastColumn]!];
+    if (last instanceof RecordJson && last.plainBytes) {
+      this.copyText.appendFieldsWithBytes(fields, last.bytes);
+      return;
     }
+    fields[lastColumn + offset] = encodeCopyValue(last);
+    this.copyText.appendFields(fields);
+    // The last field is often a slice of its page's whole text: not kept alive until the next row.
+    fields[fields.length - 1] = '';
   }
 }
 
@@ -144,27 +121,26 @@ export function rowKey(row: LoadRow, key: readonly string[]): string {
 }
 
 /**
- * Upserts `rows` into the table of `spec` inside the caller's transaction. `syncedAt` (ISO text)
+ * Upserts `rows` into the table of `spec` in the caller's transaction. `syncedAt` (ISO text)
  * stamps inserted and changed rows; for snapshot tables it is also the `last_seen_at` of every row.
  * When a batch holds the same key twice, the last row wins.
  */
 export async function upsertDataRows(
-  trx: QueryRunner,
+  trx: TransactionRunner,
   schema: string,
   spec: DataTableSpec,
   rows: readonly LoadRow[],
   syncedAt: string,
-  strategy: LoadStrategy = 'copy',
   options: UpsertOptions = {},
 ): Promise<UpsertResult> {
-  const prepared = new PreparedRows(spec, strategy);
+  const prepared = new PreparedRows(spec);
   for (const row of rows) prepared.add(row);
-  return upsertPreparedRows(trx, schema, prepared, syncedAt, options);
+  return upsertPreparedRows(await loadConnectionOf(trx), schema, prepared, syncedAt, options);
 }
 
-/** `upsertDataRows` for rows prepared already. */
+/** `upsertDataRows` for rows prepared already, through the port of the transaction's connection. */
 export async function upsertPreparedRows(
-  trx: QueryRunner,
+  load: LoadConnection,
   schema: string,
   prepared: PreparedRows,
   syncedAt: string,
@@ -173,7 +149,6 @@ export async function upsertPreparedRows(
   const { spec } = prepared;
   const unique = lastIndexPerKey(prepared.keys);
   if (unique.length === 0) return { upserted: 0, written: 0 };
-  let written = 0;
   let direct: UpsertResult['direct'];
   const stamp = prepared.stamped ? fixedStamp(syncedAt) : undefined;
   // A batch holding a key twice would conflict with itself: upserted, so the last row wins.
@@ -183,69 +158,47 @@ export async function upsertPreparedRows(
     try {
       // The savepoint goes in the COPY's message (no round trip of its own). It is left open: a
       // transaction writes one batch, and the subtransaction ends with it.
-      const result = await trx.executeQuery(
-        compileCopy(
-          new CopyPayload(target, prepared.copyColumns(), prepared.copyText, [
-            `SAVEPOINT ${DIRECT_SAVEPOINT}`,
-          ]),
-        ),
+      const copied = await load.copyIn(
+        new CopyPayload(target, prepared.copyColumns(), prepared.copyText, [
+          `SAVEPOINT ${DIRECT_SAVEPOINT}`,
+        ]),
       );
-      return {
-        upserted: unique.length,
-        written: Number(result.numAffectedRows ?? BigInt(unique.length)),
-        direct: 'written',
-      };
+      return { upserted: unique.length, written: copied, direct: 'written' };
     } catch (error) {
       if ((error as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw error;
-      await trx.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${DIRECT_SAVEPOINT}`));
+      await load.run(`ROLLBACK TO SAVEPOINT ${DIRECT_SAVEPOINT}`, []);
       direct = 'conflict';
     }
   }
-  if (prepared.strategy === 'copy') {
-    const staging = stagingTableName(schema, spec.table);
-    const createStaging =
-      `CREATE TEMP TABLE IF NOT EXISTS ${quoteIdent(staging)} ` +
-      `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`;
-    const before: string[] = [];
-    const text =
-      unique.length === prepared.length ? prepared.copyText : prepared.copyText.pick(unique);
-    // ON COMMIT DELETE ROWS empties the staging table at commit, so only a second batch in the
-    // same transaction finds rows there (the first one's): emptied first then, and only then, since
-    // with many accounts loading small batches each statement counts. DELETE, not TRUNCATE:
-    // TRUNCATE gives the table a new file and so changes the catalog, which every other session
-    // must then catch up with. The emptying and the table's creation (`sessionSetup`: once a
-    // session) go with the COPY, in its message.
-    const stagedBefore = stagedIn.get(trx);
-    if (stagedBefore?.has(staging) === true) before.push(`DELETE FROM ${quoteIdent(staging)}`);
-    if (stagedBefore === undefined) stagedIn.set(trx, new Set([staging]));
-    else stagedBefore.add(staging);
-    await trx.executeQuery(
-      compileCopy(
-        new CopyPayload(quoteIdent(staging), prepared.copyColumns(), text, before, [createStaging]),
-      ),
-    );
-    // Prepared: the same text every batch, whose parsing and planning cost the server about 0.3 ms
-    // of CPU a batch (docs/scaling.md, "The cost of a loading transaction").
-    written = await runUpsert(
-      trx,
-      preparedQuery(buildUpsertSql(schema, spec, { staging }), [syncedAt]),
-      spec,
-    );
-  } else {
-    const rows = unique.map((index) => prepared.rows[index]!);
-    const perStatement = Math.max(1, Math.floor(MAX_STATEMENT_PARAMETERS / spec.columns.length));
-    for (let offset = 0; offset < rows.length; offset += perStatement) {
-      const chunk = rows.slice(offset, offset + perStatement);
-      const parameters: unknown[] = [syncedAt];
-      for (const row of chunk)
-        for (const column of spec.columns) parameters.push(toParameter(row[column]));
-      written += await runUpsert(
-        trx,
-        CompiledQuery.raw(buildUpsertSql(schema, spec, { rows: chunk.length }), parameters),
-        spec,
-      );
-    }
-  }
+  const staging = stagingTableName(schema, spec.table);
+  const createStaging =
+    `CREATE TEMP TABLE IF NOT EXISTS ${quoteIdent(staging)} ` +
+    `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`;
+  const before: string[] = [];
+  const text =
+    unique.length === prepared.length ? prepared.copyText : prepared.copyText.pick(unique);
+  // ON COMMIT DELETE ROWS empties the staging table at commit, so only a second batch in the
+  // same transaction finds rows there (the first one's): emptied first then, and only then, since
+  // with many accounts loading small batches each statement counts. DELETE, not TRUNCATE:
+  // TRUNCATE gives the table a new file and so changes the catalog, which every other session
+  // must then catch up with. The emptying and the table's creation (`sessionSetup`: once a
+  // session) go with the COPY, in its message.
+  if (load.stagedInTransaction.has(staging)) before.push(`DELETE FROM ${quoteIdent(staging)}`);
+  load.stagedInTransaction.add(staging);
+  await load.copyIn(
+    new CopyPayload(quoteIdent(staging), prepared.copyColumns(), text, before, [createStaging]),
+  );
+  // Prepared: the same text every batch, whose parsing and planning cost the server about 0.3 ms
+  // of CPU a batch (docs/scaling.md, "The cost of a loading transaction").
+  const result = await load.run<{ written: boolean }>(
+    buildUpsertSql(schema, spec, staging),
+    [syncedAt],
+    { prepared: true },
+  );
+  // Snapshot rows are all touched (last_seen_at), so count those whose synced_at is this batch's.
+  const written = spec.snapshot
+    ? result.rows.filter((row) => row.written).length
+    : Number(result.numAffectedRows ?? 0n);
   return direct === undefined
     ? { upserted: unique.length, written }
     : { upserted: unique.length, written, direct };
@@ -262,45 +215,18 @@ function fixedStamp(syncedAt: string): Buffer | undefined {
   return stamp.length === STAMP_PLACEHOLDER.length ? Buffer.from(stamp, 'latin1') : undefined;
 }
 
-async function runUpsert(
-  trx: QueryRunner,
-  query: CompiledQuery,
-  spec: DataTableSpec,
-): Promise<number> {
-  const result = await trx.executeQuery<{ written: boolean }>(query);
-  // Snapshot rows are all touched (last_seen_at), so count those whose synced_at is this batch's.
-  return spec.snapshot
-    ? result.rows.filter((row) => row.written).length
-    : Number(result.numAffectedRows ?? 0n);
-}
-
 /**
- * The upsert statement, from a staging table or from `rows` VALUES tuples whose parameters start at
- * $2 ($1 is the batch's synced_at). Pure: exposed for tests and the benchmark.
+ * The upsert statement from the staging table `staging`; $1 is the batch's synced_at. Pure:
+ * exposed for tests.
  */
-export function buildUpsertSql(
-  schema: string,
-  spec: DataTableSpec,
-  source: { staging: string } | { rows: number },
-): string {
+export function buildUpsertSql(schema: string, spec: DataTableSpec, staging: string): string {
   const target = qualifiedName(schema, spec.table);
   const columns = spec.columns.map(quoteIdent);
   const bookkeeping = spec.snapshot
     ? ['synced_at', 'first_seen_at', 'last_seen_at'].map(quoteIdent)
     : [quoteIdent('synced_at')];
   const stamps = bookkeeping.map(() => '$1::timestamptz');
-  let values: string;
-  if ('staging' in source) {
-    values = `SELECT ${[...columns, ...stamps].join(', ')} FROM ${quoteIdent(source.staging)}`;
-  } else {
-    const tuples: string[] = [];
-    let parameter = 2;
-    for (let row = 0; row < source.rows; row++) {
-      const placeholders = spec.columns.map(() => `$${parameter++}`);
-      tuples.push(`(${[...placeholders, ...stamps].join(', ')})`);
-    }
-    values = `VALUES ${tuples.join(', ')}`;
-  }
+  const values = `SELECT ${[...columns, ...stamps].join(', ')} FROM ${quoteIdent(staging)}`;
   const changed = `(t.raw - ${sqlTextArray(VOLATILE_RAW_KEYS)}) IS DISTINCT FROM (EXCLUDED.raw - ${sqlTextArray(VOLATILE_RAW_KEYS)})`;
   const keys = new Set<string>(spec.key);
   const assignments = spec.columns
@@ -336,11 +262,4 @@ function lastIndexPerKey(keys: readonly string[]): number[] {
   for (let index = 0; index < keys.length; index++) lastOf.set(keys[index]!, index);
   if (lastOf.size === keys.length) return keys.map((_, index) => index);
   return [...lastOf.values()].sort((x, y) => x - y);
-}
-
-/** jsonb values go as JSON text (a string is taken to be JSON text already: the record as received). */
-function toParameter(value: unknown): unknown {
-  if (value instanceof RecordJson) return value.text;
-  if (value !== null && typeof value === 'object') return JSON.stringify(value);
-  return value;
 }

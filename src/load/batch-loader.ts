@@ -5,9 +5,9 @@ import {
   rowKey,
   upsertPreparedRows,
   type LoadRow,
-  type LoadStrategy,
   type UpsertResult,
 } from '../db/data-loader.js';
+import { loadConnectionOf } from '../db/load-connection.js';
 import { quarantineRecords } from '../db/repositories/rejected-records-repository.js';
 import type { Tables } from '../db/schema.js';
 import type { DataTableSpec } from '../db/table-specs.js';
@@ -55,7 +55,6 @@ export interface LoadCounters {
 export interface LoadTarget {
   readonly database: Database;
   readonly runId: number;
-  readonly loadStrategy: LoadStrategy;
   /** The clock, in epoch microseconds: stamps each transaction's rows. */
   now(): EpochMicros;
   readonly stats: LoadCounters;
@@ -121,11 +120,8 @@ class Lane {
   directSkip = 0;
   directBackoff = 1;
 
-  constructor(
-    readonly spec: DataTableSpec,
-    readonly strategy: LoadStrategy,
-  ) {
-    this.rows = new PreparedRows(spec, strategy);
+  constructor(readonly spec: DataTableSpec) {
+    this.rows = new PreparedRows(spec);
   }
 }
 
@@ -159,7 +155,7 @@ export class BatchLoader {
     private readonly spec: DataTableSpec,
     batching: LoadBatching,
   ) {
-    this.#lanes = Array.from({ length: batching.lanes }, () => new Lane(spec, target.loadStrategy));
+    this.#lanes = Array.from({ length: batching.lanes }, () => new Lane(spec));
     this.#batchSize = batching.batchSize;
     this.#maxPendingRows = this.#batchSize * 2 * batching.lanes;
     this.#unitDelayMs = batching.unitDelayMs ?? 0;
@@ -337,7 +333,7 @@ export class BatchLoader {
   #enqueue(lane: Lane, hook: CommitHook | undefined, after?: Promise<unknown>): Promise<void> {
     const rows = lane.rows;
     const rejects = lane.rejects;
-    lane.rows = new PreparedRows(lane.spec, lane.strategy);
+    lane.rows = new PreparedRows(lane.spec);
     lane.rejects = [];
     lane.queuedRows += rows.length;
     this.target.loadGate?.enqueued(rows.length);
@@ -370,7 +366,9 @@ export class BatchLoader {
       const syncedAt = formatIsoMicros(this.target.now());
       lockLost?.throwIfAborted();
       return database.db.transaction().execute(async (trx) => {
-        const upsert = await upsertPreparedRows(trx, database.schema, rows, syncedAt, { direct });
+        // Rows go through the loading port, on the transaction's own connection.
+        const load = await loadConnectionOf(trx);
+        const upsert = await upsertPreparedRows(load, database.schema, rows, syncedAt, { direct });
         await quarantineRecords(trx, database.schema, rejects, runId);
         if (hook !== undefined) await hook(trx, syncedAt);
         // Checked again last: a lock lost while this transaction ran rolls it back.

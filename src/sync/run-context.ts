@@ -2,7 +2,6 @@ import type { RequestMeter } from '../api/request-meter.js';
 import type { PagingOptions, TelephonyClient } from '../api/telephony-client.js';
 import type { RequestOptions } from '../api/transport.js';
 import type { Database } from '../db/connect.js';
-import type { LoadStrategy } from '../db/data-loader.js';
 import type { LoadGate } from '../load/load-gate.js';
 import type { SyncSettings } from './sync-settings.js';
 import type { Logger } from '../util/logger.js';
@@ -57,7 +56,6 @@ export interface RunContext {
   readonly loadLanes: number;
   /** The process's way to the database, shared by every run's loader. */
   readonly loadGate: LoadGate;
-  readonly loadStrategy: LoadStrategy;
   /** The clock, in epoch microseconds. */
   now(): EpochMicros;
   readonly log: Logger;

@@ -5,7 +5,6 @@ import { RequestMeter, type RequestMeterSnapshot } from '../api/request-meter.js
 import type { TelephonyClient } from '../api/telephony-client.js';
 import { LockBusyError, withAdvisoryLock } from '../db/advisory-lock.js';
 import type { Database } from '../db/connect.js';
-import type { LoadStrategy } from '../db/data-loader.js';
 import type { LoadGate } from '../load/load-gate.js';
 import {
   closeAbandonedRuns,
@@ -38,7 +37,6 @@ export interface SyncDependencies {
   readonly loadLanes: number;
   /** The process's way to the database, shared by every run's loader. */
   readonly loadGate: LoadGate;
-  readonly loadStrategy?: LoadStrategy;
   /** Texts to remove from anything stored or printed (tokens, passwords). */
   readonly secrets: readonly string[];
   readonly clock?: () => EpochMicros;
@@ -178,7 +176,6 @@ export async function runStream(
           pageConcurrency: deps.pageConcurrency,
           loadLanes: deps.loadLanes,
           loadGate: deps.loadGate,
-          loadStrategy: deps.loadStrategy ?? 'copy',
           now: clock,
           log: log.child({ run: runId }),
           meter,

@@ -26,7 +26,6 @@ async function loaderTarget(): Promise<LoadTarget & { test: TestDatabase }> {
     test,
     database: test.database,
     runId: 1,
-    loadStrategy: 'copy',
     now: () => epochMicrosFromMillis(Date.now()),
     stats: { recordsUpserted: 0, recordsChanged: 0, recordsRejected: 0, loadWaitMs: 0 },
   };

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upsertDataRows, type LoadRow, type LoadStrategy } from '../../src/db/data-loader.js';
+import { upsertDataRows, type LoadRow } from '../../src/db/data-loader.js';
 import { SIP_ENDPOINTS, TRUNK_CALLS, type DataTableSpec } from '../../src/db/table-specs.js';
 import { trunkCallRow as call } from '../support/load-rows.js';
 import { bothDatabases, createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -23,15 +23,7 @@ function endpoint(id: string, alias = 'desk'): LoadRow {
   };
 }
 
-const targets = bothDatabases().flatMap((target) =>
-  (['copy', 'insert'] as LoadStrategy[]).map((strategy) => ({
-    target,
-    strategy,
-    name: `${target.description}, ${strategy}`,
-  })),
-);
-
-describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
+describe.each(bothDatabases())('upsertDataRows ($description)', (target) => {
   let handle: TestDatabase;
   beforeAll(async () => {
     handle = await createTestDatabase({ target });
@@ -43,7 +35,7 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
   const load = (rows: LoadRow[], at: string, spec: DataTableSpec = TRUNK_CALLS) =>
     handle.database.root
       .transaction()
-      .execute((trx) => upsertDataRows(trx, handle.database.schema, spec, rows, at, strategy));
+      .execute((trx) => upsertDataRows(trx, handle.database.schema, spec, rows, at));
 
   it('inserts, skips unchanged rows, and rewrites only changed ones', async () => {
     const { db } = handle.database;
@@ -190,7 +182,6 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
           TRUNK_CALLS,
           [call('f1', { total_amount: amount })],
           '2026-11-21T00:00:00Z',
-          strategy,
         );
         counts.push(result.written);
       }
@@ -213,7 +204,6 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
         TRUNK_CALLS,
         [call('e1')],
         '2026-11-21T00:00:00Z',
-        strategy,
       );
       const second = await upsertDataRows(
         trx,
@@ -221,7 +211,6 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
         TRUNK_CALLS,
         [call('e2')],
         '2026-11-21T00:00:00Z',
-        strategy,
       );
       return [first.written, second.written];
     });
@@ -240,7 +229,7 @@ describe.each(targets)('upsertDataRows ($name)', ({ target, strategy }) => {
     ]);
   });
 
-  it.runIf(target.kind === 'postgres' && strategy === 'copy')(
+  it.runIf(target.kind === 'postgres')(
     'keeps one staging table and one prepared upsert per session, across transactions and a rollback',
     async () => {
       const { schema } = handle.database;
@@ -293,7 +282,7 @@ describe.each(bothDatabases())(
 
     const load = (rows: LoadRow[], at: string) =>
       handle.database.root.transaction().execute((trx) =>
-        upsertDataRows(trx, handle.database.schema, TRUNK_CALLS, rows, at, 'copy', {
+        upsertDataRows(trx, handle.database.schema, TRUNK_CALLS, rows, at, {
           direct: true,
         }),
       );

@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { compileCopy, CopyPayload, encodeCopyValue } from '../../src/db/copy-payload.js';
+import { CopyPayload, encodeCopyValue } from '../../src/db/copy-payload.js';
 import { qualifiedName, quoteIdent } from '../../src/db/identifiers.js';
 import { parseRecordBody } from '../../src/api/received-json.js';
-import { upsertDataRows, type LoadStrategy } from '../../src/db/data-loader.js';
+import { upsertDataRows } from '../../src/db/data-loader.js';
+import { loadConnectionOf } from '../../src/db/load-connection.js';
 import { quarantineRecords } from '../../src/db/repositories/rejected-records-repository.js';
 import { MESSAGES, POWERPACKS } from '../../src/db/table-specs.js';
 import { normalizeMessage } from '../../src/normalize/normalize-message.js';
@@ -76,45 +77,42 @@ describe.each(bothDatabases())('exact values on $description', (target) => {
     }
   });
 
-  it.each<LoadStrategy>(['copy', 'insert'])(
-    'stores the real service\'s shapes exactly: null apart from "", a number as its digits, nanoseconds cut to µs (%s)',
-    async (strategy) => {
-      const handle = await createTestDatabase({ target });
-      try {
-        const { db, schema } = handle.database;
-        const pack = normalizePowerpack(received(PACK), { accountId: 'A' });
-        const message = normalizeMessage(received(MESSAGE), { accountId: 'A' });
-        if (!pack.ok || !message.ok) throw new Error('expected rows');
-        const now = new Date().toISOString();
-        await handle.database.root.transaction().execute(async (trx) => {
-          await upsertDataRows(trx, schema, POWERPACKS, [pack.row], now, strategy);
-          await upsertDataRows(trx, schema, MESSAGES, [message.row], now, strategy);
-        });
-        const storedPack = await db
-          .selectFrom('powerpacks')
-          .select(['application_id', 'created_on', 'number_priority', 'sticky_sender'])
-          .executeTakeFirstOrThrow();
-        expect(storedPack).toEqual({
-          application_id: '123912833468',
-          created_on: '2024-02-09T03:52:22.880097Z',
-          number_priority: null,
-          sticky_sender: null,
-        });
-        const storedMessage = await db
-          .selectFrom('messages')
-          .select(['error_code', 'dlt_entity_id', 'dlt_template_id', 'conversation_id'])
-          .executeTakeFirstOrThrow();
-        expect(storedMessage).toEqual({
-          error_code: null,
-          dlt_entity_id: null,
-          dlt_template_id: '',
-          conversation_id: null,
-        });
-      } finally {
-        await handle.close();
-      }
-    },
-  );
+  it('stores the real service\'s shapes exactly: null apart from "", a number as its digits, nanoseconds cut to µs', async () => {
+    const handle = await createTestDatabase({ target });
+    try {
+      const { db, schema } = handle.database;
+      const pack = normalizePowerpack(received(PACK), { accountId: 'A' });
+      const message = normalizeMessage(received(MESSAGE), { accountId: 'A' });
+      if (!pack.ok || !message.ok) throw new Error('expected rows');
+      const now = new Date().toISOString();
+      await handle.database.root.transaction().execute(async (trx) => {
+        await upsertDataRows(trx, schema, POWERPACKS, [pack.row], now);
+        await upsertDataRows(trx, schema, MESSAGES, [message.row], now);
+      });
+      const storedPack = await db
+        .selectFrom('powerpacks')
+        .select(['application_id', 'created_on', 'number_priority', 'sticky_sender'])
+        .executeTakeFirstOrThrow();
+      expect(storedPack).toEqual({
+        application_id: '123912833468',
+        created_on: '2024-02-09T03:52:22.880097Z',
+        number_priority: null,
+        sticky_sender: null,
+      });
+      const storedMessage = await db
+        .selectFrom('messages')
+        .select(['error_code', 'dlt_entity_id', 'dlt_template_id', 'conversation_id'])
+        .executeTakeFirstOrThrow();
+      expect(storedMessage).toEqual({
+        error_code: null,
+        dlt_entity_id: null,
+        dlt_template_id: '',
+        conversation_id: null,
+      });
+    } finally {
+      await handle.close();
+    }
+  });
 
   it('quarantines an oversize record as its digest and size, a normal one byte for byte', async () => {
     const handle = await createTestDatabase({ target });
@@ -214,8 +212,8 @@ describe.each(bothDatabases())('exact values on $description', (target) => {
       );
 
       await database.root.transaction().execute(async (trx) => {
-        const result = await trx.executeQuery(compileCopy(payload));
-        expect(result.numAffectedRows).toBe(BigInt(labels.length));
+        const copied = await (await loadConnectionOf(trx)).copyIn(payload);
+        expect(copied).toBe(labels.length);
       });
 
       const back = await sql<{
@@ -246,7 +244,7 @@ describe.each(bothDatabases())('exact values on $description', (target) => {
       await sql.raw(`CREATE TABLE ${table} (id integer)`).execute(database.root);
       await expect(
         database.root.transaction().execute(async (trx) => {
-          await trx.executeQuery(compileCopy(new CopyPayload(table, ['"id"'], '1\n2\n')));
+          await (await loadConnectionOf(trx)).copyIn(new CopyPayload(table, ['"id"'], '1\n2\n'));
           throw new Error('abandon');
         }),
       ).rejects.toThrow('abandon');

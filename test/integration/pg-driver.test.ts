@@ -1,7 +1,7 @@
 import { CompiledQuery, sql, type Kysely } from 'kysely';
-import { compileCopy, CopyPayload } from '../../src/db/copy-payload.js';
+import { CopyPayload } from '../../src/db/copy-payload.js';
 import { MAX_PREPARED_PER_SESSION } from '../../src/db/drivers/pg-driver.js';
-import { preparedQuery, preparedStatementName } from '../../src/db/prepared-query.js';
+import { loadConnectionOf, type TransactionRunner } from '../../src/db/load-connection.js';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, harnessTarget, type TestDatabase } from '../support/test-database.js';
@@ -67,6 +67,12 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
       )
     ).rows.map((row) => row.n);
   const raw = (text: string, parameters: unknown[] = []) => CompiledQuery.raw(text, parameters);
+  /** Sends `copy` through the loading port of the connection `trx` runs on. */
+  const copyIn = async (trx: TransactionRunner, copy: CopyPayload) =>
+    (await loadConnectionOf(trx)).copyIn(copy);
+  /** Runs `text` as a prepared statement through the loading port. */
+  const runPrepared = async <R>(trx: TransactionRunner, text: string, parameters: unknown[]) =>
+    (await loadConnectionOf(trx)).run<R>(text, parameters, { prepared: true });
 
   it('sends BEGIN with a first statement that has no parameters, and COMMIT alone', async () => {
     const sent = await sentDuring(() =>
@@ -86,12 +92,12 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
   it('sends BEGIN and the statements a COPY asks for first in the message of the COPY', async () => {
     const staging = `${handle.database.schema}.driver_staging`;
     const copy = (rows: string, before: string[]) =>
-      compileCopy(new CopyPayload(staging, ['"n"'], rows, before));
+      new CopyPayload(staging, ['"n"'], rows, before);
     const create = `CREATE TABLE IF NOT EXISTS ${staging} (n int)`;
     const sent = await sentDuring(() =>
       handle.database.root.transaction().execute(async (trx) => {
-        await trx.executeQuery(copy('10\n11\n', [create]));
-        await trx.executeQuery(copy('12\n', [`DELETE FROM ${staging}`]));
+        await copyIn(trx, copy('10\n11\n', [create]));
+        await copyIn(trx, copy('12\n', [`DELETE FROM ${staging}`]));
         await trx.executeQuery(raw(`INSERT INTO ${table} SELECT n FROM ${staging}`));
       }),
     );
@@ -107,7 +113,7 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
     await expect(
       handle.database.root.transaction().execute(async (trx) => {
         await trx.executeQuery(raw(`INSERT INTO ${table} VALUES (13)`));
-        await trx.executeQuery(copy('14\n', [`DELETE FROM ${staging}_missing`]));
+        await copyIn(trx, copy('14\n', [`DELETE FROM ${staging}_missing`]));
       }),
     ).rejects.toThrow(/does not exist/);
     expect(await stored()).toEqual([1, 2, 12]);
@@ -178,8 +184,7 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
   /** COPYs of rows into the temporary table `staging`, which each makes as its session setup. */
   const stagedCopies = (staging: string) => {
     const create = `CREATE TEMP TABLE IF NOT EXISTS ${staging} (n int) ON COMMIT DELETE ROWS`;
-    const copy = (rows: string) =>
-      compileCopy(new CopyPayload(staging, ['"n"'], rows, [], [create]));
+    const copy = (rows: string) => new CopyPayload(staging, ['"n"'], rows, [], [create]);
     return { create, copy };
   };
 
@@ -193,13 +198,13 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
         // Rolled back: the table it made is gone with it, so the next COPY makes it again.
         await expect(
           session.transaction().execute(async (trx) => {
-            await trx.executeQuery(copy('20\n'));
+            await copyIn(trx, copy('20\n'));
             throw new Error('given up after the COPY');
           }),
         ).rejects.toThrow('given up');
         for (const n of [21, 22]) {
           await session.transaction().execute(async (trx) => {
-            await trx.executeQuery(copy(`${n}\n`));
+            await copyIn(trx, copy(`${n}\n`));
             await trx.executeQuery(raw(`INSERT INTO ${table} SELECT n FROM ${staging}`));
           });
         }
@@ -225,11 +230,11 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
       handle.database.root.connection().execute(async (session) => {
         // An error caught inside the transaction leaves it failed: COMMIT then rolls it back.
         await session.transaction().execute(async (trx) => {
-          await trx.executeQuery(copy('30\n'));
+          await copyIn(trx, copy('30\n'));
           await trx.executeQuery(raw('SELECT 1 / 0')).catch(() => undefined);
         });
         await session.transaction().execute(async (trx) => {
-          await trx.executeQuery(copy('31\n'));
+          await copyIn(trx, copy('31\n'));
           await trx.executeQuery(raw(`INSERT INTO ${table} SELECT n FROM ${staging}`));
         });
       }),
@@ -240,14 +245,12 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
 
   it('sends a prepared query as a named statement, prepared once a session, with the same results', async () => {
     const text = `INSERT INTO ${table} SELECT n FROM unnest($1::int[]) AS n`;
-    const name = preparedStatementName(preparedQuery(text, []));
-    expect(name).toMatch(/^telesync_[0-9a-f]{24}$/);
-    let statements: { statement: string }[] = [];
+    let statements: { name: string; statement: string }[] = [];
     const sent = await queriesDuring(() =>
       handle.database.root.connection().execute(async (session) => {
         for (const values of [[40, 41], [42]]) {
           await session.transaction().execute(async (trx) => {
-            const result = await trx.executeQuery(preparedQuery(text, [values]));
+            const result = await runPrepared(trx, text, [values]);
             expect(result.numAffectedRows).toBe(BigInt(values.length));
           });
         }
@@ -255,11 +258,16 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
         await session.executeQuery(raw(text, [[43]]));
         statements = (
           await sql<{
+            name: string;
             statement: string;
-          }>`SELECT statement FROM pg_prepared_statements WHERE name = ${name}`.execute(session)
+          }>`SELECT name, statement FROM pg_prepared_statements WHERE statement = ${text}`.execute(
+            session,
+          )
         ).rows;
       }),
     );
+    const name = statements[0]?.name;
+    expect(name).toMatch(/^telesync_[0-9a-f]{24}$/);
     expect(sent.filter((query) => query.text === text).map((query) => query.name)).toEqual([
       name,
       name,
@@ -273,9 +281,7 @@ describe.skipIf(SERVER.kind !== 'postgres')('the PostgreSQL driver opening trans
     const { before, after } = await handle.database.root.connection().execute(async (session) => {
       const before = await preparedOn(session);
       for (let k = 0; k < MAX_PREPARED_PER_SESSION + 5; k++) {
-        const result = await session.executeQuery<{ k: number }>(
-          preparedQuery(`SELECT $1::int + ${k} AS k`, [1]),
-        );
+        const result = await runPrepared<{ k: number }>(session, `SELECT $1::int + ${k} AS k`, [1]);
         expect(result.rows).toEqual([{ k: 1 + k }]);
       }
       return { before, after: await preparedOn(session) };

@@ -1,12 +1,5 @@
-import { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import {
-  compileCopy,
-  CopyPayload,
-  copyPayloadOf,
-  CopyText,
-  encodeCopyValue,
-} from '../../src/db/copy-payload.js';
+import { CopyPayload, CopyText, encodeCopyValue } from '../../src/db/copy-payload.js';
 
 describe('encodeCopyValue', () => {
   it.each([
@@ -27,12 +20,14 @@ describe('encodeCopyValue', () => {
   });
 });
 
-describe('copyPayloadOf', () => {
-  it('recognises only queries built by compileCopy', () => {
-    const payload = new CopyPayload('"s"."t"', ['"a"'], '1\n');
-    expect(copyPayloadOf(compileCopy(payload))).toBe(payload);
-    expect(copyPayloadOf(CompiledQuery.raw('select $1', ['1\n']))).toBeUndefined();
-    expect(compileCopy(payload).sql).toBe('COPY "s"."t" ("a") FROM STDIN');
+describe('CopyPayload', () => {
+  it('reads from the source it is given, in the format its options name', () => {
+    const text = new CopyPayload('"s"."t"', ['"a"'], '1\n');
+    expect(text.statement('STDIN')).toBe('COPY "s"."t" ("a") FROM STDIN');
+    const binary = new CopyPayload('"s"."t"', ['"a"'], '', [], [], 'FORMAT binary');
+    expect(binary.statement("'/dev/blob'")).toBe(
+      `COPY "s"."t" ("a") FROM '/dev/blob' WITH (FORMAT binary)`,
+    );
   });
 });
 

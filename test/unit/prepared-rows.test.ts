@@ -1,28 +1,41 @@
-import type { CompiledQuery, QueryResult } from 'kysely';
+import type { QueryResult } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { copyPayloadOf } from '../../src/db/copy-payload.js';
-import { preparedStatementName } from '../../src/db/prepared-query.js';
-import {
-  PreparedRows,
-  rowKey,
-  upsertPreparedRows,
-  type QueryRunner,
-} from '../../src/db/data-loader.js';
+import type { CopyPayload } from '../../src/db/copy-payload.js';
+import { PreparedRows, rowKey, upsertPreparedRows } from '../../src/db/data-loader.js';
+import type { LoadConnection, RunOptions } from '../../src/db/load-connection.js';
 import { SIP_ENDPOINTS, TRUNK_CALLS, type DataTableSpec } from '../../src/db/table-specs.js';
 import { trunkCallRow } from '../support/load-rows.js';
 import { parseListBody } from '../../src/api/received-json.js';
 import { RecordJson } from '../../src/util/record-json.js';
 
-/** A QueryRunner that keeps the queries it is given and answers each with no rows. */
-function recordingRunner(): { runner: QueryRunner; queries: CompiledQuery[] } {
-  const queries: CompiledQuery[] = [];
-  const runner: QueryRunner = {
-    executeQuery: <R>(query: CompiledQuery) => {
-      queries.push(query);
+/** What a recording connection was asked to do: a COPY, or a statement and its options. */
+type Sent =
+  | { readonly copy: CopyPayload }
+  | { readonly sql: string; readonly options: RunOptions | undefined };
+
+/**
+ * A loading port that keeps what it is given and answers with no rows: one connection, whose
+ * transaction lasts until the test makes another.
+ */
+function recordingRunner(): { runner: LoadConnection; queries: Sent[] } {
+  const queries: Sent[] = [];
+  const runner: LoadConnection = {
+    copyIn: (copy) => {
+      queries.push({ copy });
+      return Promise.resolve(0);
+    },
+    run: <R>(sql: string, _parameters: readonly unknown[], options?: RunOptions) => {
+      queries.push({ sql, options });
       return Promise.resolve({ rows: [] as R[], numAffectedRows: 0n } as QueryResult<R>);
     },
+    stagedInTransaction: new Set(),
   };
   return { runner, queries };
+}
+
+/** The COPY of `sent`, if it is one. */
+function copyPayloadOf(sent: Sent): CopyPayload | undefined {
+  return 'copy' in sent ? sent.copy : undefined;
 }
 
 const spec: DataTableSpec = SIP_ENDPOINTS;
@@ -48,8 +61,8 @@ describe('PreparedRows', () => {
     );
     const records = parseListBody(body).records;
     expect(records.map((record) => record.plainBytes === true)).toEqual([true, false, false]);
-    const fromBytes = new PreparedRows(spec, 'copy');
-    const fromText = new PreparedRows(spec, 'copy');
+    const fromBytes = new PreparedRows(spec);
+    const fromText = new PreparedRows(spec);
     for (const [index, record] of records.entries()) {
       const raw = new RecordJson(record.bytes, record.text!, record.plainBytes === true);
       fromBytes.add({ ...endpoint(`e${index}`, 'a'), raw });
@@ -64,26 +77,21 @@ describe('PreparedRows', () => {
     expect(raws).toEqual(['{"id":"é1"}', '{\\n"id":"e2"}', '{"id":"\\\\\\\\e3\\\\t"}']);
   });
 
-  it('holds COPY lines for the copy loader and the rows for the insert loader', () => {
-    const copy = new PreparedRows(spec, 'copy');
-    const insert = new PreparedRows(spec, 'insert');
+  it('holds each row as a COPY line, and its key', () => {
+    const copy = new PreparedRows(spec);
     const row = endpoint('e1', 'tab\there');
     copy.add(row);
-    insert.add(row);
     expect(copy.keys).toEqual(['A\u0001e1']);
-    expect(copy.rows).toEqual([]);
     const fields = copy.copyText.toString().split('\n')[0]!.split('\t');
     expect(copy.copyText.toString().endsWith('\n')).toBe(true);
     expect(fields).toHaveLength(spec.columns.length);
     expect(fields[spec.columns.indexOf('alias')]).toBe('tab\\there');
     expect(fields[spec.columns.indexOf('sip_registered')]).toBe('f');
     expect(fields[spec.columns.indexOf('raw')]).toBe('{"id":"e1"}');
-    expect(insert.rows).toEqual([row]);
-    expect(insert.copyText.toString()).toBe('');
   });
 
   it('starts each COPY line of a table that is not a snapshot with a synced_at placeholder', () => {
-    const calls = new PreparedRows(TRUNK_CALLS, 'copy');
+    const calls = new PreparedRows(TRUNK_CALLS);
     calls.add(trunkCallRow('c1'));
     const fields = calls.copyText.toString().split('\n')[0]!.split('\t');
     expect(calls.copyColumns()[0]).toBe('"synced_at"');
@@ -93,7 +101,7 @@ describe('PreparedRows', () => {
   });
 
   it('sends a batch asked to go directly as a COPY into the table, stamped, after a savepoint', async () => {
-    const calls = new PreparedRows(TRUNK_CALLS, 'copy');
+    const calls = new PreparedRows(TRUNK_CALLS);
     calls.add(trunkCallRow('c1'));
     calls.add(trunkCallRow('c2'));
     const { runner, queries } = recordingRunner();
@@ -114,7 +122,7 @@ describe('PreparedRows', () => {
   });
 
   it('sends the last row of each key once, in COPY text, one line per row', async () => {
-    const prepared = new PreparedRows(spec, 'copy');
+    const prepared = new PreparedRows(spec);
     for (const row of [endpoint('e1', 'old'), endpoint('e2', 'two'), endpoint('e1', 'new')])
       prepared.add(row);
     const { runner, queries } = recordingRunner();
@@ -122,7 +130,8 @@ describe('PreparedRows', () => {
     expect(result.upserted).toBe(2);
     const copies = queries.map((query) => copyPayloadOf(query)).filter((p) => p !== undefined);
     expect(copies).toHaveLength(1);
-    const aliases = String(copies[0]!.data)
+    const aliases = Buffer.concat(copies[0]!.chunks())
+      .toString('utf8')
       .split('\n')
       .filter((line) => line !== '')
       .map((line) => line.split('\t')[spec.columns.indexOf('alias')]);
@@ -135,14 +144,12 @@ describe('PreparedRows', () => {
   it('empties the staging table only before a second batch of the same transaction', async () => {
     const { runner, queries } = recordingRunner();
     const batch = (): PreparedRows => {
-      const prepared = new PreparedRows(spec, 'copy');
+      const prepared = new PreparedRows(spec);
       prepared.add(endpoint('e1', 'one'));
       return prepared;
     };
     const kinds = (): string[] =>
-      queries.map((query) =>
-        copyPayloadOf(query) !== undefined ? 'copy' : query.sql.split(' ')[0]!.toLowerCase(),
-      );
+      queries.map((query) => ('copy' in query ? 'copy' : query.sql.split(' ')[0]!.toLowerCase()));
     await upsertPreparedRows(runner, 'telephony', batch(), '2026-11-21T00:00:00Z');
     // The staging table's creation goes with every COPY as the session's setup (the driver sends
     // it once a session), its emptying as a statement before the COPY.
@@ -154,7 +161,7 @@ describe('PreparedRows', () => {
     expect(kinds()).toEqual(['copy', 'insert']);
     expect(firstWords(copyPayloadOf(queries[0]!)!.sessionSetup)).toEqual(['create']);
     expect(firstWords(copyPayloadOf(queries[0]!)!.before)).toEqual(['delete']);
-    // Another transaction (another runner) starts with an empty staging table.
+    // Another transaction (another connection, or this one after a commit) starts empty.
     const other = recordingRunner();
     await upsertPreparedRows(other.runner, 'telephony', batch(), '2026-11-21T00:00:00Z');
     expect(copyPayloadOf(other.queries[0]!)!.before).toEqual([]);
@@ -162,16 +169,17 @@ describe('PreparedRows', () => {
 
   it('sends the upsert from the staging table as a prepared query, the same name every batch', async () => {
     const { runner, queries } = recordingRunner();
-    const names: (string | undefined)[] = [];
+    const upserts: Sent[] = [];
     for (const at of ['2026-11-21T00:00:00Z', '2026-11-21T01:00:00Z']) {
-      const prepared = new PreparedRows(spec, 'copy');
+      const prepared = new PreparedRows(spec);
       prepared.add(endpoint('e1', 'one'));
+      runner.stagedInTransaction.clear();
       await upsertPreparedRows(runner, 'telephony', prepared, at);
-      names.push(preparedStatementName(queries.at(-1)!));
+      upserts.push(queries.at(-1)!);
     }
-    expect(names[0]).toMatch(/^telesync_[0-9a-f]{24}$/);
-    expect(names[1]).toBe(names[0]);
-    // The copy itself is not a prepared statement.
-    expect(preparedStatementName(queries[0]!)).toBeUndefined();
+    const [first, second] = upserts.map((sent) => ('sql' in sent ? sent : undefined));
+    expect(first?.options?.prepared).toBe(true);
+    expect(first?.sql.startsWith('INSERT')).toBe(true);
+    expect(second?.sql).toBe(first?.sql);
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { CompiledQuery } from 'kysely';
@@ -17,8 +18,8 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { copyPayloadOf } from '../copy-payload.js';
-import { preparedStatementName } from '../prepared-query.js';
+import type { CopyPayload } from '../copy-payload.js';
+import type { LoadConnection, RunOptions } from '../load-connection.js';
 import { beginStatement } from './transaction-sql.js';
 import { SESSION_SETTINGS, TEXT_PARSERS } from '../type-parsers.js';
 import { CatalogIntrospector } from './catalog-introspector.js';
@@ -36,9 +37,9 @@ export interface PgDialectOptions {
 }
 
 /**
- * Kysely dialect over a node-postgres pool with telesync's type parsers and session settings, and
- * COPY support (see copy-payload.ts). Written here rather than using Kysely's PostgresDialect because
- * that one hides the pg client, which COPY needs.
+ * Kysely dialect over a node-postgres pool with telesync's type parsers and session settings, whose
+ * connections are also the loading port (LoadConnection). Written here rather than using Kysely's
+ * PostgresDialect because that one hides the pg client, which COPY needs.
  */
 export class PgDialect implements Dialect {
   constructor(private readonly options: PgDialectOptions) {}
@@ -149,7 +150,7 @@ export const MAX_PREPARED_PER_SESSION = 64;
  * remembered here, so the server is not asked to make it again (docs/scaling.md, "The cost of a
  * loading transaction").
  */
-class PgConnection implements DatabaseConnection {
+class PgConnection implements DatabaseConnection, LoadConnection {
   /** Set when a query failed in a way that leaves the connection unusable (cut, killed). */
   #broken = false;
   /** The BEGIN of the transaction in hand, not sent yet. */
@@ -164,8 +165,9 @@ class PgConnection implements DatabaseConnection {
    * as one. (One run outside a transaction has committed already; it is only sent again.)
    */
   #setUpPending: string[] = [];
-  /** Names of the statements prepared on this session (preparedStatementName). */
-  readonly #prepared = new Set<string>();
+  /** The statements prepared on this session: text → name. */
+  readonly #prepared = new Map<string, string>();
+  readonly stagedInTransaction = new Set<string>();
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -192,6 +194,7 @@ class PgConnection implements DatabaseConnection {
   async end(statement: 'commit' | 'rollback'): Promise<void> {
     const setUp = this.#setUpPending;
     this.#setUpPending = [];
+    this.stagedInTransaction.clear();
     if (this.#pendingBegin !== undefined) {
       this.#pendingBegin = undefined;
       return;
@@ -202,41 +205,51 @@ class PgConnection implements DatabaseConnection {
   }
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    return this.run<R>(query.sql, query.parameters);
+  }
+
+  run<R>(
+    sql: string,
+    parameters: readonly unknown[],
+    options: RunOptions = {},
+  ): Promise<QueryResult<R>> {
     const begin = this.#pendingBegin;
     this.#pendingBegin = undefined;
     return this.#guarded(async () => {
-      const payload = copyPayloadOf(query);
-      if (payload === undefined && begin !== undefined && query.parameters.length === 0) {
+      if (begin !== undefined && parameters.length === 0) {
         // Without parameters the statement goes by the simple protocol, which takes several
         // statements in one message: BEGIN and it, with an answer each (pg's types say one).
-        const answers = (await this.client.query(`${begin};\n${query.sql}`)) as
+        const answers = (await this.client.query(`${begin};\n${sql}`)) as
           pg.QueryResult | pg.QueryResult[];
         const last = Array.isArray(answers) ? answers[answers.length - 1] : answers;
         return queryResultOf<R>(last!);
       }
-      if (payload !== undefined) {
-        // The simple protocol runs every statement of a message in turn, a COPY FROM STDIN among
-        // them: BEGIN, the session's setup not done yet, the statements the payload asks for
-        // first, and the COPY go as one message.
-        const setup = payload.sessionSetup.filter(
-          (statement) => !this.#sessionReady.has(statement),
-        );
-        const statements = [...(begin === undefined ? [] : [begin]), ...setup, ...payload.before];
-        const copy = this.client.query(
-          copyFrom([...statements, payload.statement('STDIN')].join(';\n')),
-        );
-        await pipeline(Readable.from(payload.chunks()), copy);
-        this.#setUpPending.push(...setup);
-        return { rows: [], numAffectedRows: BigInt(copy.rowCount) };
-      }
       if (begin !== undefined) await this.client.query(begin);
       return queryResultOf<R>(
         await this.client.query<R & pg.QueryResultRow>({
-          name: this.#statementName(query),
-          text: query.sql,
-          values: [...query.parameters],
+          name: options.prepared === true ? this.#statementName(sql) : undefined,
+          text: sql,
+          values: [...parameters],
         }),
       );
+    });
+  }
+
+  copyIn(copy: CopyPayload): Promise<number> {
+    const begin = this.#pendingBegin;
+    this.#pendingBegin = undefined;
+    return this.#guarded(async () => {
+      // The simple protocol runs every statement of a message in turn, a COPY FROM STDIN among
+      // them: BEGIN, the session's setup not done yet, the statements the copy asks for first,
+      // and the COPY go as one message.
+      const setup = copy.sessionSetup.filter((statement) => !this.#sessionReady.has(statement));
+      const statements = [...(begin === undefined ? [] : [begin]), ...setup, ...copy.before];
+      const stream = this.client.query(
+        copyFrom([...statements, copy.statement('STDIN')].join(';\n')),
+      );
+      await pipeline(Readable.from(copy.chunks()), stream);
+      this.#setUpPending.push(...setup);
+      return stream.rowCount;
     });
   }
 
@@ -255,15 +268,15 @@ class PgConnection implements DatabaseConnection {
   }
 
   /**
-   * The name to prepare `query` under on this session, if it is one to prepare
-   * (preparedStatementName) and the session holds fewer than MAX_PREPARED_PER_SESSION others.
+   * The name to prepare `sql` under on this session (a hash of it, the same on every session),
+   * while the session holds fewer than MAX_PREPARED_PER_SESSION others; past it, undefined.
    */
-  #statementName(query: CompiledQuery): string | undefined {
-    const name = preparedStatementName(query);
-    if (name === undefined) return undefined;
-    if (!this.#prepared.has(name)) {
+  #statementName(sql: string): string | undefined {
+    let name = this.#prepared.get(sql);
+    if (name === undefined) {
       if (this.#prepared.size >= MAX_PREPARED_PER_SESSION) return undefined;
-      this.#prepared.add(name);
+      name = `telesync_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+      this.#prepared.set(sql, name);
     }
     return name;
   }
@@ -271,6 +284,7 @@ class PgConnection implements DatabaseConnection {
   release(): void {
     this.#pendingBegin = undefined;
     this.#setUpPending = [];
+    this.stagedInTransaction.clear();
     // A broken client is destroyed rather than returned to the pool for the next caller to trip on.
     this.client.release(this.#broken ? true : undefined);
   }

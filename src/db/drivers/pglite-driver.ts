@@ -14,7 +14,8 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
-import { copyPayloadOf } from '../copy-payload.js';
+import type { CopyPayload } from '../copy-payload.js';
+import type { LoadConnection } from '../load-connection.js';
 import { beginStatement } from './transaction-sql.js';
 import { CatalogIntrospector } from './catalog-introspector.js';
 
@@ -25,7 +26,7 @@ import { CatalogIntrospector } from './catalog-introspector.js';
  * holds one for its lock while others load data), so each connection here is a view of the one
  * session, and a mutex keeps a transaction's statements together: while one connection is inside
  * BEGIN…COMMIT, every other connection's statements wait. A single statement outside a transaction
- * takes the mutex just for itself.
+ * takes the mutex just for itself. Its connections are also the loading port (LoadConnection).
  */
 export class PGliteDialect implements Dialect {
   constructor(private readonly pglite: PGlite) {}
@@ -122,8 +123,9 @@ class PGliteDriver implements Driver {
   }
 }
 
-class PGliteConnection implements DatabaseConnection {
+class PGliteConnection implements DatabaseConnection, LoadConnection {
   #release: (() => void) | undefined;
+  readonly stagedInTransaction = new Set<string>();
 
   constructor(
     private readonly pglite: PGlite,
@@ -135,37 +137,49 @@ class PGliteConnection implements DatabaseConnection {
   }
 
   releaseHold(): void {
+    this.stagedInTransaction.clear();
     const release = this.#release;
     this.#release = undefined;
     release?.();
   }
 
-  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    if (this.#release !== undefined) return this.run<R>(query);
+  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    return this.run<R>(query.sql, query.parameters);
+  }
+
+  /** Runs a statement (PGlite has no use for prepared statements: no parsing by a server apart). */
+  run<R>(sql: string, parameters: readonly unknown[]): Promise<QueryResult<R>> {
+    return this.#exclusive(async () => {
+      const result = await this.pglite.query<R>(sql, [...parameters]);
+      return {
+        rows: result.rows,
+        numAffectedRows:
+          result.affectedRows !== undefined ? BigInt(result.affectedRows) : undefined,
+      };
+    });
+  }
+
+  copyIn(copy: CopyPayload): Promise<number> {
+    return this.#exclusive(async () => {
+      // In the process, a statement costs no round trip: the ones before the COPY go one by one.
+      for (const statement of [...copy.sessionSetup, ...copy.before])
+        await this.pglite.query(statement);
+      const result = await this.pglite.query(copy.statement("'/dev/blob'"), [], {
+        blob: new Blob(copy.chunks()),
+      });
+      return result.affectedRows ?? 0;
+    });
+  }
+
+  /** Runs `work` inside the transaction this connection holds, or alone under the mutex. */
+  async #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#release !== undefined) return work();
     const release = await this.mutex.acquire();
     try {
-      return await this.run<R>(query);
+      return await work();
     } finally {
       release();
     }
-  }
-
-  private async run<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    const payload = copyPayloadOf(query);
-    if (payload !== undefined) {
-      // In the process, a statement costs no round trip: the ones before the COPY go one by one.
-      for (const statement of [...payload.sessionSetup, ...payload.before])
-        await this.pglite.query(statement);
-      const result = await this.pglite.query(payload.statement("'/dev/blob'"), [], {
-        blob: new Blob(payload.chunks()),
-      });
-      return { rows: [], numAffectedRows: BigInt(result.affectedRows ?? 0) };
-    }
-    const result = await this.pglite.query<R>(query.sql, [...query.parameters]);
-    return {
-      rows: result.rows,
-      numAffectedRows: result.affectedRows !== undefined ? BigInt(result.affectedRows) : undefined,
-    };
   }
 
   streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {

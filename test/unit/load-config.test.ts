@@ -251,9 +251,9 @@ describe('hostile configuration', () => {
     expect(loadConfig({}).accountConcurrency).toBe(1);
     expect(withAccounts(1)).toBe(1);
     expect(withAccounts(10)).toBe(10);
-    expect(withAccounts(50)).toBe(30);
-    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'auto' })).toBe(30);
-    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'AUTO' })).toBe(30);
+    expect(withAccounts(50)).toBe(50);
+    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'auto' })).toBe(50);
+    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'AUTO' })).toBe(50);
     // Larger batches hold more memory per account: fewer at once.
     expect(withAccounts(50, { TELESYNC_BATCH_SIZE: '20000' })).toBeLessThan(10);
     // A number still overrides it.

@@ -45,11 +45,7 @@ export interface AutoAccountConcurrencyInput {
 export function autoAccountConcurrency(input: AutoAccountConcurrencyInput): number {
   return Math.max(
     1,
-    Math.min(
-      input.accounts,
-      accountsMemoryAllows(input.batchSize),
-      input.maxAccounts,
-    ),
+    Math.min(input.accounts, accountsMemoryAllows(input.batchSize), input.maxAccounts),
   );
 }
 

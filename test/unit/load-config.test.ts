@@ -218,7 +218,7 @@ describe('hostile configuration', () => {
   );
 
   it('reads the load connections from the environment or a file, 2 by default, 1 to 64', () => {
-    expect(loadConfig({}).sync.loadConnections).toBe(2);
+    expect(loadConfig({}).sync.loadConnections).toBe(4);
     expect(loadConfig({ TELESYNC_LOAD_CONNECTIONS: '6' }).sync.loadConnections).toBe(6);
     expect(
       loadConfig({}, { path: '/x.json', text: '{"sync":{"load_connections":3}}' }).sync

@@ -152,13 +152,21 @@ export function createAccountClients(
 const PAGES_PER_CONNECTION = 2;
 
 /**
+ * Connections one process opens at most: a scheduler, two workers and a command beside them stay
+ * within PostgreSQL's default max_connections of 100. Runs take a connection only now and then, so
+ * more accounts than this share the pool.
+ */
+const MAX_PROCESS_CONNECTIONS = 20;
+
+/**
  * Connections for `accounts` worked on at once: one holds every run lock of the process (see
  * withAdvisoryLock), a run takes one now and then for its ledger and progress, the process's
  * batches take `loadConnections` (see LoadGate), and a few are left for status reads. Never under
- * node-postgres's 10.
+ * node-postgres's 10, nor over MAX_PROCESS_CONNECTIONS unless the batches alone need more.
  */
 export function databasePoolSize(accounts: number, loadConnections: number): number {
-  return Math.max(10, 1 + accounts + loadConnections + 2);
+  const cap = Math.max(MAX_PROCESS_CONNECTIONS, 1 + loadConnections + 2 + 1);
+  return Math.max(10, Math.min(cap, 1 + accounts + loadConnections + 2));
 }
 
 /**

@@ -9,20 +9,11 @@
  * transactions at once, a bound on the rows queued behind them): an account beyond what the
  * database can take waits for room in the loader rather than adding sessions or load. What an
  * account in hand does cost is memory (its loader's buffer, up to two batches of rows, and its pages
- * in flight) and, now and then, a database connection; and more accounts than the writer can take
- * only queue their rows in memory and make its transactions smaller. So: every account, up to the
- * accounts whose reading fills one PostgreSQL's writer, what the process's memory allows at the
- * configured batch size, and `maxAccounts` (connections). Beyond that, accounts go in even waves.
+ * in flight) and, now and then, a database connection. So: every account, within what the
+ * process's memory allows at the configured batch size and `maxAccounts` (connections), with no cap
+ * for the writer: accounts held back in waves read no faster than their waves' budgets, whatever
+ * the writer could take. Beyond that, accounts go in even waves.
  */
-
-/**
- * Accounts whose reading fills one PostgreSQL's writer: the fastest COPY limit measured on the
- * machines of this kind, about 36,000 rows/s (2 cores; 14,000–39,000 from day to day), ÷ the 1,200
- * rows/s an account reads at most. Fifty accounts then go as two waves of 25, which on slower or
- * busier database machines wrote faster than all fifty at once, and on the fastest about as fast
- * (docs/scaling.md, "How many accounts at once").
- */
-const ACCOUNTS_A_WRITER_TAKES = 30;
 
 /**
  * Memory a process may give its accounts in hand: the 400 MB a fifty-account backfill is held to,
@@ -49,18 +40,12 @@ export interface AutoAccountConcurrencyInput {
 }
 
 /**
- * Accounts at once for `auto`: every account, within what a writer takes, memory and `maxAccounts`;
- * at least 1. Pure.
+ * Accounts at once for `auto`: every account, within memory and `maxAccounts`; at least 1. Pure.
  */
 export function autoAccountConcurrency(input: AutoAccountConcurrencyInput): number {
   return Math.max(
     1,
-    Math.min(
-      input.accounts,
-      ACCOUNTS_A_WRITER_TAKES,
-      accountsMemoryAllows(input.batchSize),
-      input.maxAccounts,
-    ),
+    Math.min(input.accounts, accountsMemoryAllows(input.batchSize), input.maxAccounts),
   );
 }
 

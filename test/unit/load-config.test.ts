@@ -218,7 +218,7 @@ describe('hostile configuration', () => {
   );
 
   it('reads the load connections from the environment or a file, 2 by default, 1 to 64', () => {
-    expect(loadConfig({}).sync.loadConnections).toBe(2);
+    expect(loadConfig({}).sync.loadConnections).toBe(4);
     expect(loadConfig({ TELESYNC_LOAD_CONNECTIONS: '6' }).sync.loadConnections).toBe(6);
     expect(
       loadConfig({}, { path: '/x.json', text: '{"sync":{"load_connections":3}}' }).sync
@@ -251,9 +251,9 @@ describe('hostile configuration', () => {
     expect(loadConfig({}).accountConcurrency).toBe(1);
     expect(withAccounts(1)).toBe(1);
     expect(withAccounts(10)).toBe(10);
-    expect(withAccounts(50)).toBe(30);
-    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'auto' })).toBe(30);
-    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'AUTO' })).toBe(30);
+    expect(withAccounts(50)).toBe(50);
+    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'auto' })).toBe(50);
+    expect(withAccounts(50, { TELESYNC_ACCOUNT_CONCURRENCY: 'AUTO' })).toBe(50);
     // Larger batches hold more memory per account: fewer at once.
     expect(withAccounts(50, { TELESYNC_BATCH_SIZE: '20000' })).toBeLessThan(10);
     // A number still overrides it.

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scheduleVariable } from '../../src/config/load-config.js';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
 import { startCliFixture, type StartedCliFixture } from '../support/cli-fixture.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
@@ -37,7 +37,9 @@ beforeAll(async () => {
       TELESYNC_BASE_URL: 'http://127.0.0.1:9',
       TELESYNC_HTTP_PORT: String(mainPort),
       TELESYNC_CALLBACK_PORT: String(callbackPort),
-      ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+      ...Object.fromEntries(
+        STREAMS.map((s) => s.name).map((stream) => [scheduleVariable(stream), 'off']),
+      ),
       TELESYNC_SCHEDULE_ENDPOINTS: '0 0 1 1 *',
     },
     { timeoutMs: 170_000 },

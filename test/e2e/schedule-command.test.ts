@@ -4,7 +4,8 @@ import { scheduleVariable } from '../../src/config/load-config.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import type { HealthReport } from '../../src/scheduler/health.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
-import { STREAM_NAMES, type StreamName } from '../../src/domain/streams.js';
+import type { StreamName } from '../../src/domain/streams.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
 import { parsePrometheusText, sumOf, type MetricSample } from '../support/prometheus-text.js';
 import {
   runTelesync,
@@ -27,7 +28,9 @@ const ACCOUNTS = {
 type Account = (typeof ACCOUNTS)[keyof typeof ACCOUNTS];
 
 /** Every stream off: each test turns on the ones it needs. */
-const ALL_OFF = Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off']));
+const ALL_OFF = Object.fromEntries(
+  STREAMS.map((s) => s.name).map((stream) => [scheduleVariable(stream), 'off']),
+);
 
 /**
  * One simulator and one database for the file; each test has an account of its own, so their rows

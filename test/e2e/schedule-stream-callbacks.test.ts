@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { signStreamCallbackV3 } from '../../src/api/stream-callback-signature.js';
 import { scheduleVariable } from '../../src/config/load-config.js';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
 import { epochMicrosFromMillis, formatIsoMicros } from '../../src/util/micros.js';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
@@ -30,7 +30,9 @@ async function startScheduler(port: number, extra: Record<string, string>) {
         TELESYNC_BASE_URL: 'http://127.0.0.1:9',
       }),
       TELESYNC_HTTP_PORT: String(port),
-      ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+      ...Object.fromEntries(
+        STREAMS.map((s) => s.name).map((stream) => [scheduleVariable(stream), 'off']),
+      ),
       TELESYNC_SCHEDULE_ENDPOINTS: '0 0 1 1 *',
       ...extra,
     },

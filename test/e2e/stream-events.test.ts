@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildPlayAudioMessage } from '../../src/api/play-audio.js';
 import { scheduleVariable } from '../../src/config/load-config.js';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
 import { startMediaServer, type MediaServer } from '../support/media-server.js';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { runTelesync, startTelesync, type TelesyncProcess } from '../support/run-telesync.js';
@@ -104,7 +104,9 @@ beforeAll(async () => {
     {
       ...env,
       TELESYNC_HTTP_PORT: String(schedulePort),
-      ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+      ...Object.fromEntries(
+        STREAMS.map((s) => s.name).map((stream) => [scheduleVariable(stream), 'off']),
+      ),
       // Scheduled, so schedule starts, but no tick comes during the test.
       TELESYNC_SCHEDULE_ENDPOINTS: '0 0 1 1 *',
     },

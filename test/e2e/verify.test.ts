@@ -8,7 +8,7 @@ import { testAccounts, writeAccountsConfig } from '../support/many-accounts.js';
 import { runTelesync, startTelesync } from '../support/run-telesync.js';
 import { freePort, waitFor } from '../support/telesync-process.js';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
 import { scheduleVariable } from '../../src/config/config-defaults.js';
 import type { CliDatabase } from '../support/test-database.js';
 import { clearOfUtcMidnight } from '../support/utc-days.js';
@@ -298,7 +298,9 @@ describe('telesync verify after a 90-day backfill', () => {
     const scheduler = startTelesync(
       ['schedule'],
       cli.envWith({
-        ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+        ...Object.fromEntries(
+          STREAMS.map((s) => s.name).map((stream) => [scheduleVariable(stream), 'off']),
+        ),
         // Not within the test: only verify ticks.
         [scheduleVariable('trunk_calls')]: '0 0 1 1 *',
         TELESYNC_VERIFY_CRON: '*/2 * * * * *',

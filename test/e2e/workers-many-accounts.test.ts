@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
 import { scheduleVariable } from '../../src/config/config-defaults.js';
 import { openDatabase } from '../../src/db/connect.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
@@ -26,7 +26,7 @@ const IDLE_TRANSACTIONS_PER_SECOND = 10;
 const IDLE_MEASURE_MS = 20_000;
 
 const SCHEDULES_OFF = Object.fromEntries(
-  STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off']),
+  STREAMS.map((s) => s.name).map((stream) => [scheduleVariable(stream), 'off']),
 );
 
 describe.skipIf(harnessTarget().kind !== 'postgres')(

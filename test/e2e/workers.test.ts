@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
 import { scheduleVariable } from '../../src/config/config-defaults.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { useCliFixture } from '../support/cli-fixture.js';
@@ -23,7 +23,7 @@ interface QueueReport {
   workers: { pid: number; heartbeat_at: string }[];
 }
 const SCHEDULES_OFF = Object.fromEntries(
-  STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off']),
+  STREAMS.map((s) => s.name).map((stream) => [scheduleVariable(stream), 'off']),
 );
 
 describe.skipIf(harnessTarget().kind !== 'postgres')(

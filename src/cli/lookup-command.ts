@@ -102,7 +102,7 @@ async function runLookup(
     );
     if (options.json !== true)
       context.io.out(
-        `queued ${queued} ${lookup.noun}${queued === 1 ? '' : 's'} in ${lookup.queue}`,
+        `queued ${queued} ${lookup.noun}${queued === 1 ? '' : 's'} in ${lookup.queue.table}`,
       );
     let failed = false;
     for (const stream of lookup.streams) {

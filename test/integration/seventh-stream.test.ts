@@ -6,7 +6,6 @@ import { HttpTransport } from '../../src/api/transport.js';
 import { createSyncDependencies } from '../../src/app/app-services.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { findSyncState } from '../../src/db/repositories/sync-state-repository.js';
-import { advanceWatermark } from '../../src/db/repositories/sync-state-repository.js';
 import { findStreamStatus } from '../../src/db/repositories/status-repository.js';
 import type { DataTableName } from '../../src/db/table-specs.js';
 import type { StreamName } from '../../src/domain/streams.js';
@@ -108,11 +107,16 @@ const WIDGETS_STREAM: StreamDefinition<'all widgets'> = {
     };
   },
   batching: () => ONE_TRANSACTION_PER_UNIT,
-  plan: () => Promise.resolve({ rounds: oneRound(['all widgets' as const]) }),
-  async readUnit(run, _unit, loader) {
+  // Its watermark: the time of its last complete list (the runner writes it).
+  plan: () =>
+    Promise.resolve({
+      rounds: oneRound(['all widgets' as const]),
+      watermark: { kind: 'commit-time' },
+    }),
+  async readUnit(run, _unit, loader, commit) {
     for await (const page of widgetPages(pagesGate))
       await receiveRecords(run, page.records, this.normalize, loader);
-    await loader.commit((trx, syncedAt) => advanceWatermark(trx, run.accountId, WIDGETS, syncedAt));
+    await commit.commit();
     run.stats.windowsCompleted++;
   },
   preview: (_database, accountId) =>

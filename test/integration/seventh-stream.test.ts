@@ -403,7 +403,7 @@ describe('a seventh stream handed to the composition roots', () => {
     60_000,
   );
 
-  it('is accepted by `telesync sync <name>`, its dry run and `state show <name>`', async () => {
+  it('is accepted by `telesync sync <name>`, its dry run, `state show <name>` and `status`', async () => {
     const cli = createCliDatabase();
     const out: string[] = [];
     const err: string[] = [];
@@ -450,6 +450,10 @@ describe('a seventh stream handed to the composition roots', () => {
       };
       expect(shown.streams.map((state) => state.stream)).toEqual(['widgets']);
       expect(shown.streams[0]!.watermark).not.toBeNull();
+      out.length = 0;
+      expect(await runCli(['status', '--json'], io, streams)).toBe(0);
+      const status = JSON.parse(out.join('')) as { streams: { stream: string }[] };
+      expect(status.streams.map((entry) => entry.stream)).toContain('widgets');
       // The product's registry alone does not know it.
       err.length = 0;
       expect(await runCli(['sync', 'widgets'], io)).toBe(2);

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql, type Kysely } from 'kysely';
 import { openDatabase } from '../src/db/connect.js';
-import { STREAM_NAMES } from '../src/domain/streams.js';
+import { STREAMS } from '../src/sync/stream-registry.js';
 import { scheduleVariable } from '../src/config/config-defaults.js';
 import { startSimulator } from '../src/simulator/simulator-server.js';
 import { sleep } from '../src/util/sleep.js';
@@ -153,7 +153,9 @@ const envOf = (schema: string, extra: Record<string, string> = {}): Record<strin
   TELESYNC_MAX_RPS: '55',
   TELESYNC_HTTP_PORT: '0',
   TELESYNC_LOG_LEVEL: 'info',
-  ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+  ...Object.fromEntries(
+    STREAMS.map((s) => s.name).map((stream) => [scheduleVariable(stream), 'off']),
+  ),
   ...extra,
 });
 
@@ -247,9 +249,10 @@ try {
     maxConnections: 2,
     supervise: false,
     onError: () => undefined,
+    streams: STREAMS.map((s) => s.name),
   });
   try {
-    for (const stream of STREAM_NAMES) {
+    for (const stream of STREAMS.map((s) => s.name)) {
       sim.resetStats();
       const cpuBefore = await Promise.all(workers.map((w) => cpuOf(w.pid!)));
       const pgBefore = await backendCpu(admin.root, dbName);

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { openDatabase } from '../src/db/connect.js';
-import { STREAM_NAMES } from '../src/domain/streams.js';
+import { STREAMS } from '../src/sync/stream-registry.js';
 import { scheduleVariable } from '../src/config/config-defaults.js';
 import { sleep } from '../src/util/sleep.js';
 import { DEFAULT_DATABASE_URL } from './support/bench-database.js';
@@ -111,7 +111,9 @@ const envOf = (schema: string): Record<string, string> => ({
   TELESYNC_RATE_WINDOW_SECONDS: String(WINDOW_SECONDS),
   TELESYNC_HTTP_PORT: '0',
   TELESYNC_LOG_LEVEL: 'info',
-  ...Object.fromEntries(STREAM_NAMES.map((stream) => [scheduleVariable(stream), 'off'])),
+  ...Object.fromEntries(
+    STREAMS.map((s) => s.name).map((stream) => [scheduleVariable(stream), 'off']),
+  ),
   ...(values['lease-seconds'] === undefined
     ? {}
     : { TELESYNC_JOB_LEASE_SECONDS: values['lease-seconds'] }),

@@ -13,6 +13,8 @@ import { pendingMigrations } from '../db/migrate.js';
 import { loadLanesFor } from '../load/batch-loader.js';
 import { LoadGate } from '../load/load-gate.js';
 import type { SyncDependencies } from '../sync/run-stream.js';
+import type { StreamDefinition } from '../sync/stream-definition.js';
+import { STREAMS } from '../sync/stream-registry.js';
 import type { VerifyDependencies } from '../sync/verify-trunk-calls.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
 import { describeError } from '../util/coerce-error.js';
@@ -171,15 +173,18 @@ export function databasePoolSize(accounts: number, loadConnections: number): num
 
 /**
  * What every run of the process shares: built once, for every stream and account. `runsAtOnce`:
- * how many runs the process may have loading side by side (accounts, or accounts × streams).
+ * how many runs the process may have loading side by side (accounts, or accounts × streams);
+ * `streams`: the streams its runs may name (default: the registry).
  */
 export function createSyncDependencies(
   config: TelesyncConfig,
   database: Database,
   log: Logger,
   runsAtOnce: number,
+  streams: readonly StreamDefinition[] = STREAMS,
 ): SyncDependencies {
   return {
+    streams,
     database,
     settings: config.sync,
     log,

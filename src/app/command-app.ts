@@ -7,6 +7,8 @@ import type { JobQueue } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { openPgBossQueue } from '../jobs/pg-boss-queue.js';
 import { runStream, type RunRequest, type SyncResult } from '../sync/run-stream.js';
+import type { StreamDefinition } from '../sync/stream-definition.js';
+import { STREAMS } from '../sync/stream-registry.js';
 import { evenWaveWidth } from '../util/even-wave-width.js';
 import type { Logger } from '../util/logger.js';
 import { mapConcurrently } from '../util/map-concurrently.js';
@@ -88,11 +90,14 @@ export interface CommandAppOptions {
   /** The command as people read it (`sync`, `lookup messages`): names the embedded database's lock. */
   readonly command: string;
   readonly logSink: LogSink;
+  /** The streams its runs may name (default: the registry). */
+  readonly streams?: readonly StreamDefinition[];
 }
 
 /** Builds the application of one command from its configuration. Opens nothing yet. */
 export function createCommandApp(config: TelesyncConfig, options: CommandAppOptions): CommandApp {
   const log = createAppLogger(config, options.logSink);
+  const streams = options.streams ?? STREAMS;
 
   const withDatabase = async <T>(use: (database: Database) => Promise<T>): Promise<T> => {
     const database = await openDatabase(config.database, {
@@ -159,6 +164,7 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
         maxConnections: 2,
         supervise: false,
         onError: (error) => log.warn({ err: error }, `job queue: ${error.message}`),
+        streams: streams.map((stream) => stream.name),
       });
       try {
         return await use(queue, database);
@@ -181,7 +187,7 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
         const applied = await prepareTables(database, options.migrate === true);
         return withClients(accounts, (clients) => {
           const atOnce = evenWaveWidth(accounts.length, config.accountConcurrency);
-          const deps = createSyncDependencies(config, database, log, atOnce);
+          const deps = createSyncDependencies(config, database, log, atOnce, streams);
           return use({
             database,
             applied,

@@ -2,13 +2,14 @@ import { ConfigError } from '../config/config-errors.js';
 import { scheduleVariable } from '../config/config-defaults.js';
 import type { TelesyncConfig } from '../config/config-types.js';
 import { openDatabase } from '../db/connect.js';
-import { STREAM_NAMES } from '../domain/streams.js';
 import type { RunningHttpServer } from '../http/http-server.js';
 import { planSchedule, type SchedulePlan } from '../scheduler/schedule-plan.js';
 import { SCHEDULE_OFF, type ScheduleSettings } from '../scheduler/schedule-settings.js';
 import { createVerifySchedule } from '../scheduler/verify-schedule.js';
 import { createScheduler, type Scheduler } from '../scheduler/scheduler.js';
 import { runStream } from '../sync/run-stream.js';
+import type { StreamDefinition } from '../sync/stream-definition.js';
+import { STREAMS } from '../sync/stream-registry.js';
 import type { Logger } from '../util/logger.js';
 import {
   createAccountClients,
@@ -51,6 +52,8 @@ export interface SchedulerApp {
 
 export interface SchedulerAppOptions {
   readonly logSink: LogSink;
+  /** The streams to schedule (default: the registry); `config` read their schedule variables. */
+  readonly streams?: readonly StreamDefinition[];
   /** Node's process metrics on /metrics too (a long-running scheduler, not `--once`). */
   readonly processMetrics: boolean;
 }
@@ -68,12 +71,14 @@ export async function openSchedulerApp(
   options: SchedulerAppOptions,
 ): Promise<SchedulerApp> {
   const accounts = selectAccounts(config, undefined);
-  const plan = planSchedule(config.schedule.crons);
+  const definitions = options.streams ?? STREAMS;
+  const plan = planSchedule(config.schedule.crons, definitions);
   if (plan.scheduled.length === 0) {
+    const variables = definitions.map((stream) => scheduleVariable(stream.name));
     throw new ConfigError([
       {
-        key: scheduleVariable(STREAM_NAMES[0]),
-        message: `every stream is "off" (${STREAM_NAMES.map(scheduleVariable).join(', ')}); give at least one a cron expression`,
+        key: variables[0] ?? 'TELESYNC_SCHEDULE_<STREAM>',
+        message: `every stream is "off" (${variables.join(', ')}); give at least one a cron expression`,
       },
     ]);
   }
@@ -111,6 +116,7 @@ export async function openSchedulerApp(
     database,
     log,
     Math.min(accounts.length, config.accountConcurrency),
+    definitions,
   );
   const clientOf = new Map(clients.map((client) => [client.authId, client]));
   const accountIds = accounts.map((account) => account.authId);
@@ -121,6 +127,7 @@ export async function openSchedulerApp(
     database,
     log,
     streams,
+    plan,
     processMetrics: options.processMetrics,
   });
   const { metrics, streamCallbacks } = served;

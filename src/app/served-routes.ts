@@ -4,7 +4,8 @@ import { findWatermarks } from '../db/repositories/health-repository.js';
 import { findVerificationSummaries } from '../db/repositories/day-verifications-repository.js';
 import { retrievableSinceDay } from '../domain/verify-days.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
-import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
+import type { StreamName } from '../domain/streams.js';
+import type { SchedulePlan } from '../scheduler/schedule-plan.js';
 import { ConfigError } from '../config/config-errors.js';
 import { createHealthzRoute } from '../http/healthz-route.js';
 import { startHttpServer, type RunningHttpServer } from '../http/http-server.js';
@@ -36,6 +37,8 @@ export interface ServedRoutesInput {
   readonly log: Logger;
   /** The streams this process runs (their run metrics and health). */
   readonly streams: readonly StreamName[];
+  /** Every stream's cron or "off", for the status page's schedule lines. */
+  readonly plan: SchedulePlan;
   /** Node's process metrics on /metrics too. */
   readonly processMetrics: boolean;
   /**
@@ -166,10 +169,7 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
           {
             db: database.db,
             accountIds,
-            schedule: STREAM_NAMES.map((stream) => ({
-              stream,
-              cron: config.schedule.crons[stream].trim(),
-            })),
+            schedule: input.plan.every,
             horizonAlarmDays: alarmDays,
             version: TELESYNC_VERSION,
           },

@@ -9,7 +9,6 @@ import {
 } from '../db/repositories/job-queue-repository.js';
 import type { TelesyncConfig } from '../config/config-types.js';
 import { openDatabase } from '../db/connect.js';
-import { STREAM_NAMES } from '../domain/streams.js';
 import type { RunningHttpServer } from '../http/http-server.js';
 import { handleAccountJob, handleVerifyJob } from '../jobs/job-handlers.js';
 import { SCHEDULE_OFF } from '../scheduler/schedule-settings.js';
@@ -19,6 +18,8 @@ import { FairShare } from '../jobs/fair-share.js';
 import { ACCOUNT_JOBS_QUEUE, openPgBossQueue } from '../jobs/pg-boss-queue.js';
 import { runWorkerLoop } from '../jobs/worker-loop.js';
 import { planSchedule } from '../scheduler/schedule-plan.js';
+import type { StreamDefinition } from '../sync/stream-definition.js';
+import { STREAMS } from '../sync/stream-registry.js';
 import { describeError } from '../util/coerce-error.js';
 import type { Logger } from '../util/logger.js';
 import {
@@ -64,6 +65,11 @@ export interface WorkerApp {
 
 export interface WorkerAppOptions {
   readonly logSink: LogSink;
+  /**
+   * The streams whose jobs it runs and whose ticks it keeps (default: the registry); `config`
+   * read their schedule variables.
+   */
+  readonly streams?: readonly StreamDefinition[];
   /** Accounts in hand at once (--concurrency); default TELESYNC_ACCOUNT_CONCURRENCY. */
   readonly concurrency?: number;
 }
@@ -91,7 +97,8 @@ export async function openWorkerApp(
   const accounts = selectAccounts(config, undefined);
   const accountIds = accounts.map((account) => account.authId);
   const concurrency = options.concurrency ?? config.accountConcurrency;
-  const plan = planSchedule(config.schedule.crons);
+  const definitions = options.streams ?? STREAMS;
+  const plan = planSchedule(config.schedule.crons, definitions);
   const log = createAppLogger(config, options.logSink).child({ component: 'worker' });
   const warnConnection = createConnectionWarner(log);
   const database = await openDatabase(config.database, {
@@ -118,6 +125,7 @@ export async function openWorkerApp(
       retryDelaySeconds: config.jobs.retryDelaySeconds,
       maxConnections: 4,
       supervise: true,
+      streams: definitions.map((stream) => stream.name),
       onError: (error) => warnConnection('job queue (it reconnects by itself)', error),
       serves: (accountId) => accountIds.includes(accountId),
     });
@@ -177,18 +185,17 @@ export async function openWorkerApp(
     { cacheMs: 1_000, now: () => Date.now() },
   );
 
-  const deps = createSyncDependencies(config, database, log, concurrency);
+  const deps = createSyncDependencies(config, database, log, concurrency, definitions);
   const verifyDeps = createVerifyDependencies(config, database, log);
   const clientOf = new Map(clients.map((client) => [client.authId, client]));
-  const streams = STREAM_NAMES.filter((stream) =>
-    plan.scheduled.some((entry) => entry.stream === stream),
-  );
+  const streams = plan.scheduled.map((entry) => entry.stream);
   const served = createServedRoutes({
     config,
     accounts,
     database,
     log,
     streams,
+    plan,
     processMetrics: true,
     nextFreePort: true,
   });

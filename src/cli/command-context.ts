@@ -2,6 +2,7 @@ import { createCommandApp, type CommandApp } from '../app/command-app.js';
 import type { LogSink } from '../app/app-services.js';
 import { loadProcessConfig } from '../app/load-process-config.js';
 import type { TelesyncConfig } from '../config/config-types.js';
+import type { StreamDefinition } from '../sync/stream-definition.js';
 import type { CliIo } from './cli-io.js';
 import type { ExitCode } from './exit-codes.js';
 
@@ -11,6 +12,8 @@ import type { ExitCode } from './exit-codes.js';
  */
 export interface CommandContext {
   readonly io: CliIo;
+  /** The streams the commands name, schedule, run and show (the registry's). */
+  readonly streams: readonly StreamDefinition[];
   config(): TelesyncConfig;
   /**
    * The application of `command` (`sync`, `lookup messages`…), built from the configuration, or
@@ -23,13 +26,18 @@ export interface CommandContext {
 }
 
 /** The context of one `telesync` invocation; `onExit` receives the exit code a command sets. */
-export function createCommandContext(io: CliIo, onExit: (code: ExitCode) => void): CommandContext {
+export function createCommandContext(
+  io: CliIo,
+  onExit: (code: ExitCode) => void,
+  streams: readonly StreamDefinition[],
+): CommandContext {
   let config: TelesyncConfig | undefined;
   const logSink: LogSink = { pretty: io.isTty, write: (line) => io.err(line) };
   const context: CommandContext = {
     io,
-    config: () => (config ??= loadProcessConfig(io.env, io.cwd)),
-    app: (command, own) => createCommandApp(own ?? context.config(), { command, logSink }),
+    streams,
+    config: () => (config ??= loadProcessConfig(io.env, io.cwd, streams)),
+    app: (command, own) => createCommandApp(own ?? context.config(), { command, logSink, streams }),
     logSink,
     setExit: onExit,
   };

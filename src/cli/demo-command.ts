@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { Database } from '../db/connect.js';
 import { deleteAccountRows } from '../db/repositories/account-data-repository.js';
 import { findBillingSummary } from '../db/repositories/billing-repository.js';
-import { enqueueLookups } from '../db/repositories/lookup-queue-repository.js';
+import { enqueueLookups, MESSAGE_REFS } from '../db/repositories/lookup-queue-repository.js';
 import { startSimulator } from '../simulator/simulator-server.js';
 import type { StreamName } from '../domain/streams.js';
 import type { SyncResult } from '../sync/run-stream.js';
@@ -110,7 +110,7 @@ async function runDemo(context: CommandContext, calls: number, seed: string): Pr
 
         io.out('4. look up messages by UUID, then the sender packs they use');
         const messageUuids = sim.dataset().accounts[0]!.exampleMessageUuids;
-        await enqueueLookups(database.db, 'message_refs', DEMO_ACCOUNT, messageUuids, 'demo', {
+        await enqueueLookups(database.db, MESSAGE_REFS, DEMO_ACCOUNT, messageUuids, 'demo', {
           retry: true,
         });
         results.push(await run('messages'), await run('powerpacks'));

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { findLookupOutcomes } from '../db/repositories/lookup-outcomes-repository.js';
 import { enqueueLookups } from '../db/repositories/lookup-queue-repository.js';
 import type { StreamName } from '../domain/streams.js';
-import { streamDefinition } from '../sync/stream-registry.js';
+import { findStream } from '../sync/stream-registry.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { formatRunLine, runJson } from './run-report.js';
@@ -68,8 +68,9 @@ async function runLookup(
   options: LookupOptions,
 ): Promise<ExitCode> {
   const { noun } = LOOKUPS[kind];
-  const definition = streamDefinition(LOOKUPS[kind].stream);
-  if (definition.state.kind !== 'queue') throw new Error(`${definition.name} has no lookup queue`);
+  const definition = findStream(context.streams, LOOKUPS[kind].stream);
+  if (definition?.state.kind !== 'queue')
+    throw new Error(`${LOOKUPS[kind].stream} has no lookup queue`);
   const lookup = {
     noun,
     queue: definition.state.queue,
@@ -101,7 +102,7 @@ async function runLookup(
     );
     if (options.json !== true)
       context.io.out(
-        `queued ${queued} ${lookup.noun}${queued === 1 ? '' : 's'} in ${lookup.queue}`,
+        `queued ${queued} ${lookup.noun}${queued === 1 ? '' : 's'} in ${lookup.queue.table}`,
       );
     let failed = false;
     for (const stream of lookup.streams) {

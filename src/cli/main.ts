@@ -20,16 +20,23 @@ import { registerSyncCommand } from './sync-command.js';
 import { registerVerifyCommand } from './verify-command.js';
 import { registerWorkerCommand } from './worker-command.js';
 import { registerSimulateCommand } from './simulate-command.js';
+import type { StreamDefinition } from '../sync/stream-definition.js';
+import { STREAMS } from '../sync/stream-registry.js';
 import { writeNotice } from './notice.js';
 
 /**
  * Runs the `telesync` command line and returns its exit code. Never throws: every failure is
  * printed as a message that says what to do, and mapped to an exit code (0 done, 1 failed run,
- * 2 bad usage or configuration).
+ * 2 bad usage or configuration). `streams` (default: the registry) are the streams its commands
+ * name, schedule, run and show.
  */
-export async function runCli(argv: readonly string[], io: CliIo = processIo()): Promise<ExitCode> {
+export async function runCli(
+  argv: readonly string[],
+  io: CliIo = processIo(),
+  streams: readonly StreamDefinition[] = STREAMS,
+): Promise<ExitCode> {
   let exitCode: ExitCode = EXIT.OK;
-  const context = createCommandContext(io, (code) => (exitCode = code));
+  const context = createCommandContext(io, (code) => (exitCode = code), streams);
   const program = new Command('telesync')
     .description('Keeps a PostgreSQL database in step with a cloud telephony account.')
     .version(TELESYNC_VERSION, '-V, --version')

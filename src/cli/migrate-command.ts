@@ -54,6 +54,7 @@ async function runMigrate(context: CommandContext, statusOnly: boolean): Promise
               database,
               onError: (error) =>
                 app.log.warn({ err: error }, 'job queue schema: ' + error.message),
+              streams: context.streams.map((stream) => stream.name),
             });
             await createWorkersTable(locked, jobSchemaName(schema));
             if (installed.remade) queueRemade = { carriedOver: installed.carriedOver };

@@ -5,7 +5,6 @@ import type { RunningHttpServer } from '../http/http-server.js';
 import { longestTickGapMinutes } from '../scheduler/schedule-plan.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 import { SCHEDULE_OFF } from '../scheduler/schedule-settings.js';
-import { STREAM_NAMES } from '../domain/streams.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { formatRunLine } from './run-report.js';
@@ -32,10 +31,12 @@ export function registerScheduleCommand(
   context: CommandContext,
   hooks: ScheduleCommandHooks = {},
 ): void {
-  const cronHelp = STREAM_NAMES.map(
-    (stream) =>
-      `  ${scheduleVariable(stream).padEnd(32)}default "${CONFIG_DEFAULTS.crons[stream]}"`,
-  ).join('\n');
+  const cronHelp = context.streams
+    .map(
+      (stream) =>
+        `  ${scheduleVariable(stream.name).padEnd(32)}default "${stream.defaultSchedule}"`,
+    )
+    .join('\n');
   program
     .command('schedule')
     .description(
@@ -77,6 +78,7 @@ async function runSchedule(
   // A schema behind the code is told by runCli, once, like every command's.
   const app: SchedulerApp = await openSchedulerApp(context.config(), {
     logSink: context.logSink,
+    streams: context.streams,
     processMetrics: !once,
   });
   const { log, scheduler, settings } = app;

@@ -3,7 +3,6 @@ import type { CommandApp } from '../app/command-app.js';
 import { LockBusyError } from '../db/advisory-lock.js';
 import type { Database } from '../db/connect.js';
 import { findKnownAccounts } from '../db/repositories/status-repository.js';
-import { STREAM_NAMES, isStreamName, type StreamName } from '../domain/streams.js';
 import {
   findStreamState,
   forgetAccount,
@@ -17,7 +16,8 @@ import { findVerificationSummaries } from '../db/repositories/day-verifications-
 import { retrievableSinceDay } from '../domain/verify-days.js';
 import { formatVerificationLine, verificationJson } from './verify-command.js';
 import { readPendingBackfills } from '../sync/pending-backfills.js';
-import { streamDefinition } from '../sync/stream-registry.js';
+import type { StreamDefinition } from '../sync/stream-definition.js';
+import { findStream } from '../sync/stream-registry.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
 import { INSTANT_FORMS, parseUserInstant } from './user-input.js';
@@ -38,7 +38,7 @@ export function registerStateCommand(program: Command, context: CommandContext):
   state
     .command('show')
     .description('show, per account and stream, where the next run starts reading')
-    .argument('[stream]', `one stream (default: all): ${STREAM_NAMES.join(', ')}`)
+    .argument('[stream]', `one stream (default: all): ${streamNames(context)}`)
     .option('--account <auth_id>', 'only this account')
     .option('--json', 'print JSON for scripts')
     .addHelpText(
@@ -48,12 +48,12 @@ export function registerStateCommand(program: Command, context: CommandContext):
         'Examples:\n  $ telesync state show\n  $ telesync state show trunk_calls --json',
     )
     .action(async (stream: string | undefined, options: { account?: string; json?: boolean }) => {
-      context.setExit(await runStateShow(context, parseOneStream(stream), options));
+      context.setExit(await runStateShow(context, parseOneStream(context, stream), options));
     });
   state
     .command('reset')
     .description('make the next run read a stream again from a point; data rows are kept')
-    .argument('<stream>', STREAM_NAMES.join(', '))
+    .argument('<stream>', streamNames(context))
     .option('--account <auth_id>', 'only this account (default: every account)')
     .option('--from <time>', `re-read from here (${INSTANT_FORMS}); default: everything`)
     .option('--yes', 'do not ask for confirmation (needed when not on a terminal)')
@@ -67,7 +67,7 @@ export function registerStateCommand(program: Command, context: CommandContext):
         '  $ telesync state reset messages --account MA_123 --yes',
     )
     .action(async (stream: string, options: { account?: string; from?: string; yes?: boolean }) => {
-      const name = parseOneStream(stream);
+      const name = parseOneStream(context, stream);
       if (name === undefined) throw new UsageError('name the stream to reset');
       context.setExit(await runStateReset(context, name, options));
     });
@@ -122,7 +122,11 @@ async function runStateForget(
       }
     }
     try {
-      const deleted = await forgetAccount(database, request);
+      const deleted = await forgetAccount(
+        database,
+        request,
+        context.streams.map((stream) => stream.name),
+      );
       const count = deleted.reduce((sum, entry) => sum + entry.rows, 0);
       context.io.out(
         `account ${request.accountId} forgotten: ${plural(count, 'row')} removed` +
@@ -143,12 +147,20 @@ async function runStateForget(
   });
 }
 
-function parseOneStream(name: string | undefined): StreamName | undefined {
+function streamNames(context: CommandContext): string {
+  return context.streams.map((stream) => stream.name).join(', ');
+}
+
+function parseOneStream(
+  context: CommandContext,
+  name: string | undefined,
+): StreamDefinition | undefined {
   if (name === undefined) return undefined;
-  if (!isStreamName(name)) {
-    throw new UsageError(`unknown stream "${name}"; the streams are: ${STREAM_NAMES.join(', ')}`);
+  const stream = findStream(context.streams, name);
+  if (stream === undefined) {
+    throw new UsageError(`unknown stream "${name}"; the streams are: ${streamNames(context)}`);
   }
-  return name;
+  return stream;
 }
 
 /** The accounts to show or reset: the one named, or every configured or known one. */
@@ -168,19 +180,19 @@ async function stateAccounts(
 
 async function runStateShow(
   context: CommandContext,
-  stream: StreamName | undefined,
+  stream: StreamDefinition | undefined,
   options: { account?: string; json?: boolean },
 ): Promise<ExitCode> {
   const app = context.app('state show');
   return app.withMigratedDatabase(async (database) => {
     const accounts = await stateAccounts(app, database, options.account);
-    const streams = stream === undefined ? STREAM_NAMES : [stream];
+    const streams = stream === undefined ? context.streams : [stream];
     const states: StreamState[] = [];
     for (const accountId of accounts) {
-      for (const name of streams)
-        states.push(await findStreamState(database, accountId, streamDefinition(name)));
+      for (const definition of streams)
+        states.push(await findStreamState(database, accountId, definition));
     }
-    const verifications = streams.includes('trunk_calls')
+    const verifications = streams.some((definition) => definition.name === 'trunk_calls')
       ? await findVerificationSummaries(
           database.db,
           accounts,
@@ -272,11 +284,11 @@ export function formatState(state: StreamState): string {
 
 async function runStateReset(
   context: CommandContext,
-  stream: StreamName,
+  definition: StreamDefinition,
   options: { account?: string; from?: string; yes?: boolean },
 ): Promise<ExitCode> {
   const from = options.from === undefined ? undefined : parseUserInstant(options.from, '--from');
-  const definition = streamDefinition(stream);
+  const stream = definition.name;
   const kind = definition.state.kind;
   if (from !== undefined && kind === 'snapshot') {
     throw new UsageError(

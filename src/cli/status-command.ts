@@ -15,7 +15,6 @@ import {
 } from '../db/repositories/status-repository.js';
 import { runAgeSeconds, watermarkLagSeconds, wholeSeconds } from '../domain/freshness.js';
 import { heldByDatabaseMs } from '../domain/load-wait.js';
-import { STREAMS } from '../sync/stream-registry.js';
 import { statusSource } from '../sync/stream-state.js';
 import { retrievableSinceDay } from '../domain/verify-days.js';
 import { findVerificationSummaries } from '../db/repositories/day-verifications-repository.js';
@@ -56,7 +55,7 @@ async function runStatus(context: CommandContext, json: boolean): Promise<ExitCo
     ].sort();
     const statuses: StreamStatus[] = [];
     for (const accountId of accounts) {
-      for (const stream of STREAMS)
+      for (const stream of context.streams)
         statuses.push(
           await findStreamStatus(database.db, database.schema, accountId, statusSource(stream)),
         );

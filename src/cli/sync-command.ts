@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
-import { isStreamName, STREAM_NAMES, type StreamName } from '../domain/streams.js';
+import type { StreamName } from '../domain/streams.js';
 import type { SyncResult } from '../sync/run-stream.js';
 import type { CommandContext } from './command-context.js';
 import { EXIT, UsageError, type ExitCode } from './exit-codes.js';
-import { STREAMS, streamDefinition } from '../sync/stream-registry.js';
+import type { StreamDefinition } from '../sync/stream-definition.js';
+import { findStream } from '../sync/stream-registry.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
 import { formatPreview, formatRunLine, previewJson, runJson } from './run-report.js';
 import { onShutdownSignal } from './shutdown.js';
@@ -16,7 +17,10 @@ export function registerSyncCommand(program: Command, context: CommandContext): 
   program
     .command('sync')
     .description('bring the database up to date with the service, stream by stream')
-    .argument('[stream...]', `streams to sync, in order (default: all): ${STREAM_NAMES.join(', ')}`)
+    .argument(
+      '[stream...]',
+      `streams to sync, in order (default: all): ${context.streams.map((stream) => stream.name).join(', ')}`,
+    )
     .option('--account <auth_id>', 'only this configured account')
     .option(
       '--wait',
@@ -29,14 +33,18 @@ export function registerSyncCommand(program: Command, context: CommandContext): 
     )
     .addHelpText(
       'after',
-      `\nStreams:\n${STREAMS.map((stream) => `  ${stream.name.padEnd(13)}${stream.description}`).join('\n')}\n\n` +
+      `\nStreams:\n${context.streams.map((stream) => `  ${stream.name.padEnd(13)}${stream.description}`).join('\n')}\n\n` +
         'Examples:\n  $ telesync sync                   # every stream\n  $ telesync sync trunk_calls       # just the call records\n  $ telesync sync messages powerpacks --json\n  $ telesync sync trunk_calls --dry-run',
     )
     .action(async (streams: string[], options: SyncOptions) => {
       context.setExit(
         options.dryRun === true
-          ? await previewRuns(context, parseStreams(streams), options)
-          : await runSync(context, parseStreams(streams), options),
+          ? await previewRuns(context, parseStreams(streams, context.streams), options)
+          : await runSync(
+              context,
+              parseStreams(streams, context.streams).map((stream) => stream.name),
+              options,
+            ),
       );
     });
 }
@@ -51,7 +59,7 @@ interface SyncOptions {
 /** `--dry-run`: the plan of each run, from the ledger and queues; nothing sent, nothing written. */
 async function previewRuns(
   context: CommandContext,
-  streams: readonly StreamName[],
+  streams: readonly StreamDefinition[],
   options: SyncOptions,
 ): Promise<ExitCode> {
   const app = context.app('sync');
@@ -67,13 +75,9 @@ async function previewRuns(
       );
     for (const account of accounts) {
       for (const stream of streams) {
-        const preview = await streamDefinition(stream).preview(
-          database,
-          account.authId,
-          app.config.sync,
-          now,
-          { kind: 'sync' },
-        );
+        const preview = await stream.preview(database, account.authId, app.config.sync, now, {
+          kind: 'sync',
+        });
         context.io.out(
           options.json === true
             ? JSON.stringify(previewJson(preview, maxRps))
@@ -85,16 +89,22 @@ async function previewRuns(
   });
 }
 
-/** The streams named on the command line, or all; an unknown name lists the known ones. */
-export function parseStreams(names: readonly string[]): StreamName[] {
-  if (names.length === 0) return [...STREAM_NAMES];
-  const unknown = names.filter((name) => !isStreamName(name));
+/**
+ * The streams of `known` (the registry's) named on the command line, in its order, or all of
+ * them; an unknown name lists the known ones.
+ */
+export function parseStreams(
+  names: readonly string[],
+  known: readonly StreamDefinition[],
+): StreamDefinition[] {
+  if (names.length === 0) return [...known];
+  const unknown = names.filter((name) => findStream(known, name) === undefined);
   if (unknown.length > 0) {
     throw new UsageError(
-      `unknown stream${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `"${n}"`).join(', ')}; the streams are: ${STREAM_NAMES.join(', ')}`,
+      `unknown stream${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `"${n}"`).join(', ')}; the streams are: ${known.map((stream) => stream.name).join(', ')}`,
     );
   }
-  return [...new Set(names)] as StreamName[];
+  return [...new Set(names)].map((name) => findStream(known, name)!);
 }
 
 async function runSync(

@@ -45,6 +45,7 @@ async function runWorker(
   // A schema behind the code is told by runCli, once, like every command's.
   const app = await openWorkerApp(context.config(), {
     logSink: context.logSink,
+    streams: context.streams,
     ...(concurrency === undefined ? {} : { concurrency }),
   });
   const shutdown = onShutdownSignal(() =>

@@ -4,10 +4,9 @@ import { SERVICE_REQUEST_BUDGET, type ApiSettings } from '../api/api-settings.js
 import type { DatabaseSettings } from '../db/database-settings.js';
 import type { JobSettings } from '../jobs/job-settings.js';
 import { TRUNK_HISTORY_DAYS, TRUNK_MAX_RANGE_DAYS } from '../domain/service-rules.js';
-import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
 import type { StreamCallbackSettings } from '../http/http-settings.js';
 import { checkCronExpression } from '../scheduler/cron-expression.js';
-import { SCHEDULE_OFF } from '../scheduler/schedule-settings.js';
+import { SCHEDULE_OFF, type StreamScheduleDefault } from '../scheduler/schedule-settings.js';
 import type { SyncSettings } from '../sync/sync-settings.js';
 import type { LogLevel } from '../util/logger.js';
 import { TIMER_MAX_MS } from '../util/sleep.js';
@@ -293,10 +292,13 @@ export function readSyncSettings(reader: EnvReader): SyncSettings {
 }
 
 /**
- * The scheduler's settings (TELESYNC_SCHEDULE_*, TELESYNC_SHUTDOWN_TIMEOUT_SECONDS,
+ * The scheduler's settings (TELESYNC_SCHEDULE_<STREAM> for each of `streams`, TELESYNC_SHUTDOWN_TIMEOUT_SECONDS,
  * TELESYNC_HEALTH_MAX_AGE_MINUTES) and its HTTP server's (TELESYNC_HTTP_HOST, TELESYNC_HTTP_PORT).
  */
-export function readScheduleConfig(reader: EnvReader): ScheduleConfig {
+export function readScheduleConfig(
+  reader: EnvReader,
+  streams: readonly StreamScheduleDefault[],
+): ScheduleConfig {
   const D = CONFIG_DEFAULTS;
   const timezone = reader.string('TELESYNC_SCHEDULE_TIMEZONE', D.scheduleTimezone);
   if (!IANAZone.isValidZone(timezone)) {
@@ -305,20 +307,20 @@ export function readScheduleConfig(reader: EnvReader): ScheduleConfig {
       `"${timezone}" is not a time zone; use an IANA name such as UTC or Europe/Paris`,
     );
   }
-  const crons = {} as Record<StreamName, string>;
-  for (const stream of STREAM_NAMES) {
+  const crons: Record<string, string> = {};
+  for (const { name: stream, defaultSchedule } of streams) {
     const variable = scheduleVariable(stream);
-    const cron = reader.string(variable, D.crons[stream]);
+    const cron = reader.string(variable, defaultSchedule);
     const problem = cron === SCHEDULE_OFF ? undefined : checkCronExpression(cron);
     if (problem !== undefined) {
       reader.problem(
         variable,
-        `"${cron}" is not a cron expression such as "${D.crons[stream]}" (minute hour day month weekday), or "off": ${problem}`,
+        `"${cron}" is not a cron expression such as "${defaultSchedule}" (minute hour day month weekday), or "off": ${problem}`,
       );
     } else if (cron !== SCHEDULE_OFF && !isValidCron(cron)) {
       reader.problem(
         variable,
-        `"${cron}" is not a cron expression such as "${D.crons[stream]}" (minute hour day month weekday), or "off"`,
+        `"${cron}" is not a cron expression such as "${defaultSchedule}" (minute hour day month weekday), or "off"`,
       );
     }
     crons[stream] = cron;

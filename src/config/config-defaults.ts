@@ -1,6 +1,4 @@
-import type { StreamName } from '../domain/streams.js';
 import { DEFAULT_STREAM_CALLBACK_PATH } from '../http/http-settings.js';
-import { STREAMS } from '../sync/stream-registry.js';
 import type { LogLevel } from '../util/logger.js';
 
 /** Defaults of every setting, one place (the help texts quote them). */
@@ -48,13 +46,9 @@ export const CONFIG_DEFAULTS = {
   horizonAlarmDays: 7,
   /** Daily, once the night's syncs and the deep re-check of yesterday are done. */
   verifyCron: '0 6 * * *',
-  // Each stream's definition declares its default schedule; the registry lists every StreamName.
-  crons: Object.fromEntries(
-    STREAMS.map((stream) => [stream.name, stream.defaultSchedule]),
-  ) as Readonly<Record<StreamName, string>>,
 } as const;
 
-/** The environment variable of each stream's cron expression. */
-export function scheduleVariable(stream: StreamName): string {
+/** The environment variable of a stream's cron expression (its default: the definition's). */
+export function scheduleVariable(stream: string): string {
   return `TELESYNC_SCHEDULE_${stream.toUpperCase()}`;
 }

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import { STREAM_NAMES } from '../domain/streams.js';
 import { scheduleVariable } from './config-defaults.js';
 import { ConfigError, type ConfigProblem } from './config-errors.js';
 
@@ -36,8 +35,9 @@ export interface ConfigSources {
 }
 
 /**
- * Keys of the optional JSON config file (TELESYNC_CONFIG) and the variable each one sets. The file
- * is read first and the environment overrides it, so one validation covers both.
+ * Keys of the optional JSON config file (TELESYNC_CONFIG) and the variable each one sets, besides
+ * each stream's `schedule.<stream>` (fileKeys). The file is read first and the environment
+ * overrides it, so one validation covers both.
  */
 const FILE_KEYS: Readonly<Record<string, string>> = {
   'database.url': 'DATABASE_URL',
@@ -79,11 +79,18 @@ const FILE_KEYS: Readonly<Record<string, string>> = {
   'http.callback_host': 'TELESYNC_CALLBACK_HOST',
   'http.callback_port': 'TELESYNC_CALLBACK_PORT',
   'schedule.horizon_alarm_days': 'TELESYNC_HORIZON_ALARM_DAYS',
-  ...Object.fromEntries(
-    STREAM_NAMES.map((stream) => [`schedule.${stream}`, scheduleVariable(stream)]),
-  ),
   log_level: 'TELESYNC_LOG_LEVEL',
 };
+
+/** The config file's keys when `streams` are the streams: FILE_KEYS and a schedule key each. */
+function fileKeys(streams: readonly string[]): Readonly<Record<string, string>> {
+  return {
+    ...FILE_KEYS,
+    ...Object.fromEntries(
+      streams.map((stream) => [`schedule.${stream}`, scheduleVariable(stream)]),
+    ),
+  };
+}
 
 /**
  * Reads `.env` in `cwd` when present. Variables already set in the environment win over the file,
@@ -119,13 +126,16 @@ export function readConfigFile(env: Env, cwd: string): ConfigFile | undefined {
 /**
  * Merges the environment over the config file's settings. Problems of the file (not JSON, unknown
  * keys, values that are not scalars) are added to `problems`; the rest of the file still counts.
+ * `streams`: the names of the streams the file may schedule.
  */
 export function mergeConfigSources(
   env: Env,
   file: ConfigFile | undefined,
   problems: ConfigProblem[],
+  streams: readonly string[],
 ): ConfigSources {
-  const parsed = file === undefined ? undefined : parseConfigFile(file, problems);
+  const parsed =
+    file === undefined ? undefined : parseConfigFile(file, problems, fileKeys(streams));
   return {
     variables: { ...(parsed?.variables ?? {}), ...definedOnly(env) },
     origins: parsed?.origins ?? new Map(),
@@ -161,6 +171,7 @@ export function withLineAndColumn(message: string, text: string): string {
 function parseConfigFile(
   file: ConfigFile,
   problems: ConfigProblem[],
+  keys: Readonly<Record<string, string>>,
 ): ParsedConfigFile | undefined {
   const where = (path: string) => `${file.path}: ${path}`;
   const depth = jsonNestingDepth(file.text, CONFIG_FILE_MAX_DEPTH);
@@ -214,11 +225,11 @@ function parseConfigFile(
       return;
     }
     // Own keys only: `constructor`, `toString` or `__proto__` must not find Object's members.
-    const variable = Object.hasOwn(FILE_KEYS, path) ? FILE_KEYS[path] : undefined;
+    const variable = Object.hasOwn(keys, path) ? keys[path] : undefined;
     if (variable === undefined) {
       problems.push({
         key: where(path),
-        message: `unknown setting; known: accounts, ${Object.keys(FILE_KEYS).join(', ')}`,
+        message: `unknown setting; known: accounts, ${Object.keys(keys).join(', ')}`,
       });
     } else if (
       typeof value === 'string' ||

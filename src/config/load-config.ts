@@ -14,6 +14,8 @@ import {
 } from './component-settings.js';
 import { EnvReader } from './env-reader.js';
 import { readAccounts } from './read-accounts.js';
+import type { StreamScheduleDefault } from '../scheduler/schedule-settings.js';
+import { STREAMS } from '../sync/stream-registry.js';
 
 // Scripts and tests name defaults and variables through the entry point of config.
 export { CONFIG_DEFAULTS, scheduleVariable } from './config-defaults.js';
@@ -22,11 +24,21 @@ export { readConfigFile, readDotEnv, type ConfigFile, type Env } from './config-
 /**
  * Builds telesync's configuration from environment variables and, when given, the JSON config
  * file (the environment wins over the file). The only reader of the environment: everything else
- * receives its part of the result. Every problem is collected and reported together.
+ * receives its part of the result. Every problem is collected and reported together. `streams`
+ * (default: the registry) are the streams whose schedule it reads, TELESYNC_SCHEDULE_<NAME> each.
  */
-export function loadConfig(env: Env, file?: ConfigFile): TelesyncConfig {
+export function loadConfig(
+  env: Env,
+  file?: ConfigFile,
+  streams: readonly StreamScheduleDefault[] = STREAMS,
+): TelesyncConfig {
   const problems: ConfigProblem[] = [];
-  const sources = mergeConfigSources(env, file, problems);
+  const sources = mergeConfigSources(
+    env,
+    file,
+    problems,
+    streams.map((stream) => stream.name),
+  );
   const reader = new EnvReader(sources.variables, problems, sources.origins);
 
   // Read in this order so that problems are listed in it.
@@ -42,7 +54,7 @@ export function loadConfig(env: Env, file?: ConfigFile): TelesyncConfig {
     accountConcurrency: readAccountConcurrency(reader, accounts.length, sync.batchSize),
     sync,
     jobs: readJobSettings(reader),
-    schedule: readScheduleConfig(reader),
+    schedule: readScheduleConfig(reader, streams),
     callbacks: readStreamCallbackSettings(reader),
     horizonAlarm: readHorizonAlarmSettings(reader),
     logLevel,

@@ -1,4 +1,4 @@
-import { isStreamName } from '../domain/streams.js';
+import type { StreamName } from '../domain/streams.js';
 import { parseEpochMicros } from '../util/micros.js';
 import type { AccountJob } from './job-queue.js';
 
@@ -13,9 +13,14 @@ const MAX_ID_LENGTH = 200;
 /**
  * A job's data as the queue holds it (anything: another version of telesync, a hand-made row)
  * to a job, or the reason it is none. The one place job data is trusted: a malformed job is
- * failed at once with this reason, and never reaches a run or sync_runs.
+ * failed at once with this reason, and never reaches a run or sync_runs. `streams`: the names a
+ * sync job may give (the registry's).
  */
-export function parseAccountJob(data: unknown, groupId?: string | null): AccountJob | MalformedJob {
+export function parseAccountJob(
+  data: unknown,
+  streams: readonly StreamName[],
+  groupId?: string | null,
+): AccountJob | MalformedJob {
   if (typeof data !== 'object' || data === null || Array.isArray(data))
     return { malformed: `job data is ${describe(data)}, not an object` };
   const record = data as Record<string, unknown>;
@@ -27,9 +32,10 @@ export function parseAccountJob(data: unknown, groupId?: string | null): Account
   const kind = record['kind'];
   if (kind === 'sync') {
     const stream = record['stream'];
-    if (typeof stream !== 'string' || !isStreamName(stream))
+    const known = streams.find((name) => name === stream);
+    if (known === undefined)
       return { malformed: `sync job of ${accountId} names an unknown stream: ${describe(stream)}` };
-    return { kind, accountId, stream };
+    return { kind, accountId, stream: known };
   }
   if (kind === 'verify') return { kind, accountId };
   if (kind === 'backfill-window') {

@@ -1,5 +1,5 @@
 import type { JobInsert, PgBoss } from 'pg-boss';
-import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
+import type { StreamName } from '../domain/streams.js';
 import type { AccountJob, JobQueue, QueueCounts } from './job-queue.js';
 import {
   dropJobSchema,
@@ -35,6 +35,11 @@ export interface PgBossQueueSettings {
   readonly connectionString: string;
   /** The schema of pg-boss's tables. */
   readonly schema: string;
+  /**
+   * The streams a sync job and a schedule tick may name (the registry's, from the composition
+   * root); a job of another stream is malformed, a tick of one not kept is unscheduled.
+   */
+  readonly streams: readonly StreamName[];
   /** telesync's database: the NOTIFY that wakes idle workers is sent through it. */
   readonly database: Database;
   /**
@@ -68,9 +73,6 @@ export const ACCOUNT_JOBS_QUEUE = 'telesync-jobs';
 
 /** The queue of the schedule's ticks: one schedule per stream, keyed by the stream. */
 const TICKS_QUEUE = 'telesync-ticks';
-
-/** What the schedule ticks: every stream, and `telesync verify`. */
-const TICK_NAMES: readonly (StreamName | 'verify')[] = [...STREAM_NAMES, 'verify'];
 
 /** pg-boss 12 migrates schemas from this version on; pg-boss 10 (telesync before) made 24. */
 const FIRST_MIGRATABLE_VERSION = 25;
@@ -149,7 +151,10 @@ function createWakeup(): Wakeup {
  * the next worker to start. Returns how many jobs were carried over, when the schema was made anew.
  */
 export async function installJobSchema(
-  settings: Pick<PgBossQueueSettings, 'connectionString' | 'schema' | 'onError' | 'database'>,
+  settings: Pick<
+    PgBossQueueSettings,
+    'connectionString' | 'schema' | 'onError' | 'database' | 'streams'
+  >,
 ): Promise<{ remade: boolean; carriedOver: number }> {
   const root = settings.database.root;
   const version = await findJobSchemaVersion(root, settings.schema);
@@ -157,7 +162,7 @@ export async function installJobSchema(
   const remade = version !== undefined && version < FIRST_MIGRATABLE_VERSION;
   if (remade) {
     carried = (await findLegacyPendingJobs(root, settings.schema))
-      .map((data) => parseAccountJob(data))
+      .map((data) => parseAccountJob(data, settings.streams))
       .filter((job): job is AccountJob => !isMalformedJob(job));
     await dropJobSchema(root, settings.schema);
   }
@@ -265,7 +270,7 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
           ...(notServed.size > 0 ? { ignoreGroups: [...notServed] } : {}),
         });
         if (job === undefined) return undefined;
-        const parsed = parseAccountJob(job.data, job.groupId);
+        const parsed = parseAccountJob(job.data, settings.streams, job.groupId);
         const attempt = { id: job.id, retryCount: job.retryCount };
         if (isMalformedJob(parsed)) {
           // Failed now, not left to its lease: the account's next job is taken at once. Its
@@ -364,12 +369,14 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
     },
 
     async keepSchedules(schedules, timezone, accountIds) {
+      // What the schedule ticks: every stream, and `telesync verify`.
+      const tickNames: readonly (StreamName | 'verify')[] = [...settings.streams, 'verify'];
       for (const { stream, cron } of schedules) {
         await boss.schedule(TICKS_QUEUE, cron, { stream }, { tz: timezone, key: stream });
       }
       // A stream turned "off" since: its schedule goes, so stopping it in the config stops it.
       const kept = new Set(schedules.map((schedule) => schedule.stream));
-      for (const stream of TICK_NAMES) {
+      for (const stream of tickNames) {
         if (!kept.has(stream)) await boss.unschedule(TICKS_QUEUE, stream);
       }
       if (schedules.length === 0) return;
@@ -378,7 +385,7 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
           TICKS_QUEUE,
           { batchSize: 1, pollingIntervalSeconds: 10, notifyPollingIntervalSeconds: 60 },
           async ([tick]) => {
-            const stream = TICK_NAMES.find((name) => name === tick?.data.stream);
+            const stream = tickNames.find((name) => name === tick?.data.stream);
             if (stream === undefined) return;
             await queue.enqueue(
               accountIds.map((accountId): AccountJob =>

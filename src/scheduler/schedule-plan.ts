@@ -1,7 +1,7 @@
 import { SCHEDULE_OFF } from './schedule-settings.js';
 import type { StreamName } from '../domain/streams.js';
-import type { StreamDefinition } from '../sync/stream-definition.js';
 import { STREAMS } from '../sync/stream-registry.js';
+import type { StreamScheduleDefault } from './schedule-settings.js';
 
 /** A stream the scheduler runs, and when. */
 export interface ScheduledStream {
@@ -15,6 +15,8 @@ export interface SchedulePlan {
   readonly scheduled: readonly ScheduledStream[];
   /** Streams set to "off". */
   readonly off: readonly StreamName[];
+  /** Every stream with its cron or "off", in the registry's order (the status page's lines). */
+  readonly every: readonly ScheduledStream[];
 }
 
 /**
@@ -23,16 +25,17 @@ export interface SchedulePlan {
  */
 export function planSchedule(
   crons: Readonly<Partial<Record<string, string>>>,
-  streams: readonly StreamDefinition[] = STREAMS,
+  streams: readonly StreamScheduleDefault[] = STREAMS,
 ): SchedulePlan {
-  const scheduled: ScheduledStream[] = [];
-  const off: StreamName[] = [];
-  for (const { name: stream, defaultSchedule } of streams) {
-    const cron = (crons[stream] ?? defaultSchedule).trim();
-    if (cron === SCHEDULE_OFF) off.push(stream);
-    else scheduled.push({ stream, cron });
-  }
-  return { scheduled, off };
+  const every = streams.map(({ name: stream, defaultSchedule }) => ({
+    stream,
+    cron: (crons[stream] ?? defaultSchedule).trim(),
+  }));
+  return {
+    scheduled: every.filter((entry) => entry.cron !== SCHEDULE_OFF),
+    off: every.filter((entry) => entry.cron === SCHEDULE_OFF).map((entry) => entry.stream),
+    every,
+  };
 }
 
 /**

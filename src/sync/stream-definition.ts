@@ -1,7 +1,11 @@
+import type { Kysely } from 'kysely';
 import type { Database } from '../db/connect.js';
 import type { LoadRow } from '../db/data-loader.js';
 import type { LookupQueue } from '../db/repositories/lookup-queue-repository.js';
+import type { WindowChange } from '../db/repositories/sync-windows-repository.js';
+import type { Tables } from '../db/schema.js';
 import type { DataTableSpec } from '../db/table-specs.js';
+import type { IncrementalPass } from '../domain/ledger-entry.js';
 import type { StreamName } from '../domain/streams.js';
 import type { BatchLoader, LoadBatching } from '../load/batch-loader.js';
 import type { Normalizer } from '../normalize/normalize-records.js';
@@ -24,6 +28,38 @@ export type StreamStateKind =
   | { readonly kind: 'snapshot' }
   | { readonly kind: 'queue'; readonly queue: LookupQueue };
 
+/**
+ * What a plan's units move the stream's watermark to when they complete: the time of the
+ * transaction that completes one (a snapshot: the time of the last complete list), or what the
+ * window ledger justifies for an incremental pass (watermarkFromLedger). The runner writes it.
+ */
+export type WatermarkRule =
+  { readonly kind: 'commit-time' } | { readonly kind: 'ledger'; readonly pass: IncrementalPass };
+
+/**
+ * What a unit's own commit writes besides its rows and the watermark (deletion marks), in the same
+ * transaction, before the watermark; resolving to false leaves the watermark where it is.
+ */
+export type UnitCommitHook = (trx: Kysely<Tables>, syncedAt: string) => Promise<boolean | void>;
+
+/**
+ * How a unit commits, given by the runner: the unit says what completes, the runner writes the
+ * ledger and the watermark in the transaction of the unit's last rows.
+ */
+export interface UnitCommit {
+  /**
+   * Commits the unit: its last rows, its rejects, `hook` and the plan's watermark, in one
+   * transaction; resolves once committed (throws the loader's failure).
+   */
+  commit(hook?: UnitCommitHook): Promise<void>;
+  /**
+   * Queues a window's ledger change (running, complete) for the transaction of its rows: the
+   * changes of the windows that share a transaction go in one statement, then the watermark once
+   * when one completed. Not awaited: the next window is read meanwhile. Windows streams only.
+   */
+  queueWindowChange(change: WindowChange, onCommitted?: () => void): void;
+}
+
 /** The units one run reads, as a stream's `plan` decided them. */
 export interface UnitPlan<Unit> {
   /**
@@ -39,13 +75,16 @@ export interface UnitPlan<Unit> {
   finish?(): Promise<void>;
   /** A backfill's plan, for what the command tells of it. */
   readonly backfill?: BackfillPlan;
+  /** What completed units move the watermark to (absent: they leave it, as a backfill does). */
+  readonly watermark?: WatermarkRule;
 }
 
 /**
  * One stream, declared in one file of `src/sync/streams/` and listed once in the registry
  * (stream-registry.ts): everything that runs, plans, schedules, shows or resets a stream reads it
  * here. The runner (runUnits) owns what is the same for every stream: stopping, failures,
- * counters, the loader and its transactions; the definition says what differs.
+ * counters, the loader and its transactions, the window ledger's running and complete rows and
+ * the watermark; the definition says what differs (and what its watermark is, in its plan).
  */
 export interface StreamDefinition<Unit = unknown> {
   /** The name the command line, the schedule, sync_runs and sync_state use. */
@@ -67,11 +106,12 @@ export interface StreamDefinition<Unit = unknown> {
   plan(run: RunContext, mode: RunMode): Promise<UnitPlan<Unit>>;
   /**
    * Reads one unit: fetches its pages from the client, hands their records to receiveRecords with
-   * the stream's normaliser, and queues on the loader what the unit's commit writes besides rows
-   * (ledger, watermark, deletion marks, queue outcomes). A stop request thrown from here stops the
-   * run; an error `failsAlone` accepts fails the unit and the run goes on; any other fails the run.
+   * the stream's normaliser, and completes it through `commit` (a window's ledger change, or the
+   * unit's commit with its deletion marks); the runner adds the ledger row and the watermark the
+   * plan declared. A stop request thrown from here stops the run; an error `failsAlone` accepts
+   * fails the unit and the run goes on; any other fails the run.
    */
-  readUnit(run: RunContext, unit: Unit, loader: BatchLoader): Promise<void>;
+  readUnit(run: RunContext, unit: Unit, loader: BatchLoader, commit: UnitCommit): Promise<void>;
   /** Errors that fail only their unit (the run goes on, and fails at its end). */
   failsAlone?(error: unknown): boolean;
   /** What a unit left unfinished writes (a window's ledger row), stopped or failed. */

@@ -19,7 +19,7 @@ import {
 import { finishRun, insertRun } from '../db/repositories/sync-runs-repository.js';
 import { findSyncState } from '../db/repositories/sync-state-repository.js';
 import type { StatusSource } from '../db/repositories/status-repository.js';
-import { STREAM_NAMES, type StreamName } from '../domain/streams.js';
+import type { StreamName } from '../domain/streams.js';
 import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
 import type { StreamDefinition, StreamStateKind } from './stream-definition.js';
 
@@ -210,13 +210,14 @@ export function previewForgetAccount(
 
 /**
  * Deletes everything telesync keeps about an account (its state, ledger, runs and lookup queues),
- * and with `data` its rows too, in one transaction, holding the lock of every stream of the account
- * so that no run of it is under way. The rows deleted, per table. Throws LockBusyError, saying
+ * and with `data` its rows too, in one transaction, holding the lock of each of `streams` (every
+ * stream) of the account so that no run of it is under way. The rows deleted, per table. Throws LockBusyError, saying
  * what to do, when a run of the account holds one of them.
  */
 export async function forgetAccount(
   database: Database,
   request: ForgetAccountRequest,
+  streams: readonly StreamName[],
 ): Promise<{ table: AccountTable; rows: number }[]> {
   const holdingLocks = async <T>(
     streams: readonly StreamName[],
@@ -229,7 +230,7 @@ export async function forgetAccount(
     );
   };
   try {
-    return await holdingLocks(STREAM_NAMES, () =>
+    return await holdingLocks(streams, () =>
       database.db
         .transaction()
         .execute((trx) =>

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { startCliFixture, useCliFixture } from '../support/cli-fixture.js';
 import { jsonLines } from '../support/command-output.js';
@@ -95,10 +95,9 @@ describe('sync', () => {
     const runs = jsonLines(result.stdout);
     expect(runs.map((run) => [run.stream, run.status])).toEqual([
       ['trunk_calls', 'failed'],
-      ...STREAM_NAMES.filter((stream) => stream !== 'trunk_calls').map((stream) => [
-        stream,
-        'skipped',
-      ]),
+      ...STREAMS.map((s) => s.name)
+        .filter((stream) => stream !== 'trunk_calls')
+        .map((stream) => [stream, 'skipped']),
     ]);
     for (const run of runs.slice(1)) {
       expect(run.error).toBe(

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { scheduleVariable } from '../../src/config/load-config.js';
-import { STREAM_NAMES } from '../../src/domain/streams.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
 import type { HealthReport } from '../../src/scheduler/health.js';
 import { startSimulator } from '../../src/simulator/simulator-server.js';
 import { useCliFixture } from '../support/cli-fixture.js';
@@ -164,7 +164,7 @@ describe('the status page of telesync schedule, in a headless browser', () => {
         .evaluateAll((rows: ElementAttributes[]) =>
           rows.map((row) => row.getAttribute('data-stream')),
         );
-      expect(streams).toEqual([...STREAM_NAMES]);
+      expect(streams).toEqual([...STREAMS.map((s) => s.name)]);
       const trunkRow = page.locator('tr[data-stream="trunk_calls"]');
       expect(await trunkRow.locator('.status').first().textContent()).toBe('succeeded');
       expect(await trunkRow.textContent()).toContain('0 0 1 1 *');

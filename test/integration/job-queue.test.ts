@@ -22,6 +22,9 @@ import {
 } from '../../src/jobs/pg-boss-queue.js';
 import { PgBoss } from 'pg-boss';
 import { createTestDatabase, harnessTarget, type TestDatabase } from '../support/test-database.js';
+import { STREAMS } from '../../src/sync/stream-registry.js';
+
+const STREAM_NAMES = STREAMS.map((stream) => stream.name);
 
 const opened: TestDatabase[] = [];
 afterEach(async () => {
@@ -48,6 +51,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
       schema: jobSchema,
       database: test.database,
       onError: () => undefined,
+      streams: STREAM_NAMES,
     });
     return { test, jobSchema };
   }
@@ -66,6 +70,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
       maxConnections: 2,
       supervise: options.supervise ?? false,
       onError: () => undefined,
+      streams: STREAM_NAMES,
     });
   }
 
@@ -116,6 +121,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
           schema: jobSchemaName(database.schema),
           database,
           onError: () => undefined,
+          streams: STREAM_NAMES,
         });
         const opening = [0, 1, 2, 3].map((index) =>
           openQueue({ database }, { connectionString: ownUrl, supervise: index % 2 === 0 }),
@@ -339,6 +345,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
       maxConnections: 2,
       supervise: false,
       onError: () => undefined,
+      streams: STREAM_NAMES,
       serves: (accountId) => accountId === 'MAMINE',
     });
     try {
@@ -456,6 +463,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
       schema: jobSchema,
       database: test.database,
       onError: () => undefined,
+      streams: STREAM_NAMES,
     });
     expect(installed).toEqual({ remade: true, carriedOver: 2 });
     expect(
@@ -473,6 +481,7 @@ describe.skipIf(target.kind !== 'postgres')('the pg-boss job queue', () => {
         schema: jobSchema,
         database: test.database,
         onError: () => undefined,
+        streams: STREAM_NAMES,
       }),
     ).toEqual({ remade: false, carriedOver: 0 });
   }, 60_000);

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   enqueueLookups,
+  MESSAGE_REFS,
+  POWERPACK_REFS,
   recordLookupOutcomes,
   type LookupOutcome,
 } from '../../src/db/repositories/lookup-queue-repository.js';
@@ -22,9 +24,9 @@ describe.each(bothDatabases())('recordLookupOutcomes ($description)', (target) =
   it('records a round of every kind of outcome in one statement, touching only its own entries', async () => {
     const { db } = handle.database;
     const keys = ['m-fetched', 'm-recheck', 'm-missing', 'm-retry', 'm-given-up', 'm-untouched'];
-    await enqueueLookups(db, 'message_refs', 'ACC1', keys, 'test', { retry: false });
+    await enqueueLookups(db, MESSAGE_REFS, 'ACC1', keys, 'test', { retry: false });
     // The same key in another account; every ACC1 entry tried twice and fetched once before.
-    await enqueueLookups(db, 'message_refs', 'ACC2', ['m-fetched'], 'test', { retry: false });
+    await enqueueLookups(db, MESSAGE_REFS, 'ACC2', ['m-fetched'], 'test', { retry: false });
     await db
       .updateTable('message_refs')
       .set({ attempts: 2, fetched_at: EARLIER })
@@ -41,7 +43,7 @@ describe.each(bothDatabases())('recordLookupOutcomes ($description)', (target) =
     await db
       .transaction()
       .execute((trx) =>
-        recordLookupOutcomes(trx, handle.database.schema, 'message_refs', 'ACC1', outcomes, NOW),
+        recordLookupOutcomes(trx, handle.database.schema, MESSAGE_REFS, 'ACC1', outcomes, NOW),
       );
 
     const rows = await db
@@ -136,9 +138,9 @@ describe.each(bothDatabases())('recordLookupOutcomes ($description)', (target) =
 
   it('leaves the queue as it was for an empty round', async () => {
     const { db, schema } = handle.database;
-    await enqueueLookups(db, 'powerpack_refs', 'ACC1', ['p-waiting'], 'test', { retry: false });
+    await enqueueLookups(db, POWERPACK_REFS, 'ACC1', ['p-waiting'], 'test', { retry: false });
     const before = await db.selectFrom('powerpack_refs').selectAll().execute();
-    await recordLookupOutcomes(db, schema, 'powerpack_refs', 'ACC1', new Map(), NOW);
+    await recordLookupOutcomes(db, schema, POWERPACK_REFS, 'ACC1', new Map(), NOW);
     expect(await db.selectFrom('powerpack_refs').selectAll().execute()).toEqual(before);
     expect(before).toMatchObject([{ powerpack_uuid: 'p-waiting', status: 'pending', attempts: 0 }]);
   });

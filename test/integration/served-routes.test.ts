@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config/load-config.js';
 import type { Database } from '../../src/db/connect.js';
 import { createLogger } from '../../src/util/logger.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
+import { planSchedule } from '../../src/scheduler/schedule-plan.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /**
@@ -55,6 +56,7 @@ describe('the routes a long-running process serves', () => {
       database,
       log: createLogger({ level: 'warn', secrets: [ACCOUNT.authToken], pretty: false }),
       streams: ['trunk_calls'],
+      plan: planSchedule(config.schedule.crons),
       processMetrics: false,
     });
     for (let scrape = 1; scrape <= 3; scrape++) {

@@ -6,7 +6,6 @@ import { HttpTransport } from '../../src/api/transport.js';
 import { createSyncDependencies } from '../../src/app/app-services.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { findSyncState } from '../../src/db/repositories/sync-state-repository.js';
-import { advanceWatermark } from '../../src/db/repositories/sync-state-repository.js';
 import { findStreamStatus } from '../../src/db/repositories/status-repository.js';
 import type { DataTableName } from '../../src/db/table-specs.js';
 import type { StreamName } from '../../src/domain/streams.js';
@@ -19,7 +18,18 @@ import { oneRound, type StreamDefinition } from '../../src/sync/stream-definitio
 import { findStream, STREAMS } from '../../src/sync/stream-registry.js';
 import { findStreamState, resetStreamState, statusSource } from '../../src/sync/stream-state.js';
 import { createLogger } from '../../src/util/logger.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { PgBoss } from 'pg-boss';
+import type { CliIo } from '../../src/cli/cli-io.js';
+import { runCli } from '../../src/cli/main.js';
+import { parseAccountJob } from '../../src/jobs/parse-account-job.js';
+import { jobSchemaName } from '../../src/jobs/job-settings.js';
+import { installJobSchema, openPgBossQueue } from '../../src/jobs/pg-boss-queue.js';
+import {
+  createCliDatabase,
+  createTestDatabase,
+  harnessTarget,
+  type TestDatabase,
+} from '../support/test-database.js';
 
 /**
  * A stream the product does not have, declared in one object as a new stream's file would declare
@@ -97,11 +107,16 @@ const WIDGETS_STREAM: StreamDefinition<'all widgets'> = {
     };
   },
   batching: () => ONE_TRANSACTION_PER_UNIT,
-  plan: () => Promise.resolve({ rounds: oneRound(['all widgets' as const]) }),
-  async readUnit(run, _unit, loader) {
+  // Its watermark: the time of its last complete list (the runner writes it).
+  plan: () =>
+    Promise.resolve({
+      rounds: oneRound(['all widgets' as const]),
+      watermark: { kind: 'commit-time' },
+    }),
+  async readUnit(run, _unit, loader, commit) {
     for await (const page of widgetPages(pagesGate))
       await receiveRecords(run, page.records, this.normalize, loader);
-    await loader.commit((trx, syncedAt) => advanceWatermark(trx, run.accountId, WIDGETS, syncedAt));
+    await commit.commit();
     run.stats.windowsCompleted++;
   },
   preview: (_database, accountId) =>
@@ -295,4 +310,156 @@ describe('a seventh stream declared in one object', () => {
     const plan = planSchedule({}, deps.streams);
     expect(plan.scheduled).toContainEqual({ stream: 'widgets', cron: '*/7 * * * *' });
   });
+});
+
+describe('a seventh stream handed to the composition roots', () => {
+  const streams = [...STREAMS, WIDGETS_STREAM];
+
+  it('has its TELESYNC_SCHEDULE_<NAME> variable, in the environment and the config file', () => {
+    const config = loadConfig({ TELESYNC_SCHEDULE_WIDGETS: '*/3 * * * *' }, undefined, streams);
+    expect(config.schedule.crons['widgets']).toBe('*/3 * * * *');
+    expect(planSchedule(config.schedule.crons, streams).scheduled).toContainEqual({
+      stream: 'widgets',
+      cron: '*/3 * * * *',
+    });
+    const fromFile = loadConfig(
+      {},
+      { path: 'telesync.json', text: '{"schedule": {"widgets": "off"}}' },
+      streams,
+    );
+    expect(planSchedule(fromFile.schedule.crons, streams).off).toContain('widgets');
+    expect(() => loadConfig({ TELESYNC_SCHEDULE_WIDGETS: 'often' }, undefined, streams)).toThrow(
+      /TELESYNC_SCHEDULE_WIDGETS/,
+    );
+    // Without it, the variable is no setting of telesync's: the default registry has no widgets.
+    expect(loadConfig({ TELESYNC_SCHEDULE_WIDGETS: 'often' }).schedule.crons).not.toHaveProperty(
+      'widgets',
+    );
+  });
+
+  it('its sync jobs are jobs the worker takes', () => {
+    const names = streams.map((stream) => stream.name);
+    expect(parseAccountJob({ kind: 'sync', accountId: ACCOUNT, stream: 'widgets' }, names)).toEqual(
+      { kind: 'sync', accountId: ACCOUNT, stream: 'widgets' },
+    );
+    expect(
+      parseAccountJob(
+        { kind: 'sync', accountId: ACCOUNT, stream: 'widgets' },
+        STREAMS.map((stream) => stream.name),
+      ),
+    ).toEqual({ malformed: `sync job of ${ACCOUNT} names an unknown stream: "widgets"` });
+  });
+
+  it.skipIf(harnessTarget().kind !== 'postgres')(
+    'the worker keeps its schedule tick, and the tick queues a sync job of it for every account',
+    async () => {
+      const handle = await createTestDatabase();
+      const target = harnessTarget();
+      if (target.kind !== 'postgres') return;
+      const jobSchema = jobSchemaName(handle.database.schema);
+      const names = streams.map((stream) => stream.name);
+      await installJobSchema({
+        connectionString: target.url,
+        schema: jobSchema,
+        database: handle.database,
+        onError: () => undefined,
+        streams: names,
+      });
+      const queue = await openPgBossQueue({
+        connectionString: target.url,
+        schema: jobSchema,
+        database: handle.database,
+        leaseSeconds: 30,
+        retryLimit: 0,
+        retryDelaySeconds: 1,
+        maxConnections: 2,
+        supervise: true,
+        onError: () => undefined,
+        streams: names,
+      });
+      try {
+        await queue.keepSchedules([{ stream: WIDGETS, cron: '*/7 * * * *' }], 'UTC', [ACCOUNT]);
+        const schedules = await sql<{ key: string; cron: string }>`
+          SELECT key, cron FROM ${sql.id(jobSchema, 'schedule')}`.execute(handle.database.root);
+        expect(schedules.rows).toEqual([{ key: 'widgets', cron: '*/7 * * * *' }]);
+        // A tick as pg-boss's clock sends it.
+        const boss = new PgBoss({ connectionString: target.url, schema: jobSchema });
+        await boss.start();
+        try {
+          await boss.send('telesync-ticks', { stream: 'widgets' });
+        } finally {
+          await boss.stop({ graceful: false });
+        }
+        let taken: Awaited<ReturnType<typeof queue.take>> | undefined;
+        await expect
+          .poll(async () => (taken ??= await queue.take())?.job, { timeout: 30_000 })
+          .toEqual({ kind: 'sync', accountId: ACCOUNT, stream: 'widgets' });
+      } finally {
+        await queue.stop();
+        await sql`DROP SCHEMA IF EXISTS ${sql.id(jobSchema)} CASCADE`.execute(handle.database.root);
+        await handle.close();
+      }
+    },
+    60_000,
+  );
+
+  it('is accepted by `telesync sync <name>`, its dry run, `state show <name>` and `status`', async () => {
+    const cli = createCliDatabase();
+    const out: string[] = [];
+    const err: string[] = [];
+    const io: CliIo = {
+      env: {
+        ...cli.env,
+        TELESYNC_AUTH_ID: 'MA_SEVENTH_CLI',
+        TELESYNC_AUTH_TOKEN: 'token',
+        TELESYNC_BASE_URL: 'http://127.0.0.1:9',
+        TELESYNC_LOG_LEVEL: 'silent',
+      },
+      cwd: process.cwd(),
+      isTty: false,
+      out: (text) => out.push(text),
+      err: (text) => err.push(text),
+    };
+    try {
+      expect(await runCli(['migrate'], io, streams)).toBe(0);
+      await cli.inspect((database) =>
+        sql`
+          CREATE TABLE ${sql.id(database.schema, 'widgets')} (
+            account_id text NOT NULL,
+            widget_id text NOT NULL,
+            name text NOT NULL,
+            raw jsonb NOT NULL,
+            synced_at timestamptz NOT NULL DEFAULT now(),
+            changed_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (account_id, widget_id)
+          )`.execute(database.db),
+      );
+      out.length = 0;
+      expect(await runCli(['sync', 'widgets', '--dry-run', '--json'], io, streams)).toBe(0);
+      expect(JSON.parse(out.join('')) as unknown).toMatchObject({ stream: 'widgets' });
+      out.length = 0;
+      expect(await runCli(['sync', 'widgets', '--json'], io, streams)).toBe(0);
+      expect(JSON.parse(out.join('')) as unknown).toMatchObject({
+        stream: 'widgets',
+        status: 'succeeded',
+      });
+      out.length = 0;
+      expect(await runCli(['state', 'show', 'widgets', '--json'], io, streams)).toBe(0);
+      const shown = JSON.parse(out.join('')) as {
+        streams: { stream: string; watermark: string | null }[];
+      };
+      expect(shown.streams.map((state) => state.stream)).toEqual(['widgets']);
+      expect(shown.streams[0]!.watermark).not.toBeNull();
+      out.length = 0;
+      expect(await runCli(['status', '--json'], io, streams)).toBe(0);
+      const status = JSON.parse(out.join('')) as { streams: { stream: string }[] };
+      expect(status.streams.map((entry) => entry.stream)).toContain('widgets');
+      // The product's registry alone does not know it.
+      err.length = 0;
+      expect(await runCli(['sync', 'widgets'], io)).toBe(2);
+      expect(err.join('')).toContain('unknown stream "widgets"');
+    } finally {
+      await cli.cleanup();
+    }
+  }, 60_000);
 });

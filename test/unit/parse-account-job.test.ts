@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { StreamName } from '../../src/domain/streams.js';
 import { isMalformedJob, parseAccountJob } from '../../src/jobs/parse-account-job.js';
+
+const STREAMS: readonly StreamName[] = ['trunk_calls', 'endpoints'];
 
 const window = {
   kind: 'backfill-window',
@@ -12,10 +15,14 @@ const window = {
 describe('parseAccountJob', () => {
   it('reads the jobs telesync enqueues, and nothing more of them', () => {
     expect(
-      parseAccountJob({ kind: 'sync', accountId: 'MA1', stream: 'endpoints', x: 1 }, 'MA1'),
+      parseAccountJob(
+        { kind: 'sync', accountId: 'MA1', stream: 'endpoints', x: 1 },
+        STREAMS,
+        'MA1',
+      ),
     ).toEqual({ kind: 'sync', accountId: 'MA1', stream: 'endpoints' });
-    expect(parseAccountJob(window, 'MA1')).toEqual(window);
-    expect(parseAccountJob(window)).toEqual(window);
+    expect(parseAccountJob(window, STREAMS, 'MA1')).toEqual(window);
+    expect(parseAccountJob(window, STREAMS)).toEqual(window);
   });
 
   it.each([
@@ -37,12 +44,12 @@ describe('parseAccountJob', () => {
     ],
     [{ ...window, backfillId: 7 }, 'backfill job of MA1 has no backfill id'],
   ])('refuses %j with the reason', (data, reason) => {
-    const parsed = parseAccountJob(data, 'MA1');
+    const parsed = parseAccountJob(data, STREAMS, 'MA1');
     expect(isMalformedJob(parsed) ? parsed.malformed : parsed).toBe(reason);
   });
 
   it('refuses a job queued in another account’s group', () => {
-    expect(parseAccountJob(window, 'MA2')).toEqual({
+    expect(parseAccountJob(window, STREAMS, 'MA2')).toEqual({
       malformed: 'job of account MA1 is queued in the group of MA2',
     });
   });

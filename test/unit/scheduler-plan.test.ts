@@ -10,7 +10,8 @@ describe('planSchedule', () => {
       TELESYNC_SCHEDULE_MESSAGES: 'off',
       TELESYNC_SCHEDULE_CALL_STREAMS: '30 2 * * *',
     });
-    expect(planSchedule(config.schedule.crons)).toEqual({
+    const plan = planSchedule(config.schedule.crons);
+    expect({ scheduled: plan.scheduled, off: plan.off }).toEqual({
       scheduled: [
         { stream: 'trunk_calls', cron: '*/5 * * * *' },
         { stream: 'caller_ids', cron: '0 * * * *' },
@@ -19,6 +20,15 @@ describe('planSchedule', () => {
       ],
       off: ['endpoints', 'messages'],
     });
+    // The status page's lines: every stream in the registry's order, "off" ones too.
+    expect(plan.every.map((entry) => `${entry.stream} ${entry.cron}`)).toEqual([
+      'trunk_calls */5 * * * *',
+      'endpoints off',
+      'caller_ids 0 * * * *',
+      'messages off',
+      'powerpacks */5 * * * *',
+      'call_streams 30 2 * * *',
+    ]);
   });
 
   it('schedules nothing when every stream is off', () => {

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Tables } from '../schema.js';
 import { DATA_TABLES } from '../table-specs.js';
-import { QUEUE_KEY, type LookupQueue } from './lookup-queue-repository.js';
+import { LOOKUP_QUEUE_TABLES } from './lookup-queue-repository.js';
 
 /** Tables that hold rows of an account, bookkeeping last (runs are referenced by the others). */
 const ACCOUNT_TABLES = [
   ...DATA_TABLES.map((spec) => spec.table),
-  ...(Object.keys(QUEUE_KEY) as LookupQueue[]),
+  ...LOOKUP_QUEUE_TABLES,
   'sync_state',
   'sync_windows',
   'rejected_records',

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { LookupStatus, Tables } from '../schema.js';
-import { QUEUE_KEY, type LookupQueue } from './lookup-queue-repository.js';
+import type { LookupQueue } from './lookup-queue-repository.js';
 
 /** Where one queued lookup stands. */
 export interface LookupEntryOutcome {
@@ -21,10 +21,10 @@ export async function findLookupOutcomes(
   accountId: string,
   keys: readonly string[],
 ): Promise<LookupEntryOutcome[]> {
-  const keyColumn = sql.ref(QUEUE_KEY[queue]);
+  const keyColumn = sql.ref(queue.key);
   const result = await sql<{ key: string; status: LookupStatus; last_error: string | null }>`
     SELECT ${keyColumn} AS key, status, last_error
-      FROM ${sql.id(schema, queue)}
+      FROM ${sql.id(schema, queue.table)}
      WHERE account_id = ${accountId} AND ${keyColumn} = ANY(${[...keys]}::text[])
      ORDER BY 1
   `.execute(db);

@@ -6,13 +6,24 @@ import type { Tables } from '../schema.js';
  * records are wanted) and powerpack_refs (sender packs referenced by stored messages). Each entry
  * is pending until fetched, found missing (404) or given up on after too many failures.
  */
-export type LookupQueue = 'message_refs' | 'call_stream_refs' | 'powerpack_refs';
+export type LookupQueueTable = 'message_refs' | 'call_stream_refs' | 'powerpack_refs';
 
-export const QUEUE_KEY = {
-  message_refs: 'message_uuid',
-  call_stream_refs: 'call_uuid',
-  powerpack_refs: 'powerpack_uuid',
-} as const satisfies Record<LookupQueue, string>;
+/** A lookup queue: its table and the column of the key it queues (a lookup stream declares it). */
+export interface LookupQueue {
+  readonly table: LookupQueueTable;
+  readonly key: 'message_uuid' | 'call_uuid' | 'powerpack_uuid';
+}
+
+export const MESSAGE_REFS: LookupQueue = { table: 'message_refs', key: 'message_uuid' };
+export const CALL_STREAM_REFS: LookupQueue = { table: 'call_stream_refs', key: 'call_uuid' };
+export const POWERPACK_REFS: LookupQueue = { table: 'powerpack_refs', key: 'powerpack_uuid' };
+
+/** Every lookup queue's table, for what deletes an account's rows. */
+export const LOOKUP_QUEUE_TABLES: readonly LookupQueueTable[] = [
+  MESSAGE_REFS.table,
+  CALL_STREAM_REFS.table,
+  POWERPACK_REFS.table,
+];
 
 export interface DueLookup {
   key: string;
@@ -34,7 +45,7 @@ export async function enqueueLookups(
 ): Promise<number> {
   const unique = [...new Set(keys)];
   if (unique.length === 0) return 0;
-  const keyColumn = QUEUE_KEY[queue];
+  const keyColumn = queue.key;
   let total = 0;
   for (let offset = 0; offset < unique.length; offset += 5000) {
     const chunk = unique.slice(offset, offset + 5000);
@@ -44,7 +55,7 @@ export async function enqueueLookups(
       requested_by: requestedBy,
     }));
     const result = await db
-      .insertInto(queue)
+      .insertInto(queue.table)
       .values(values)
       .onConflict((conflict) => {
         const target = conflict.columns(['account_id', keyColumn] as never);
@@ -73,9 +84,9 @@ export async function findDueLookups(
   now: string,
   limit: number,
 ): Promise<DueLookup[]> {
-  const keyColumn = QUEUE_KEY[queue];
+  const keyColumn = queue.key;
   const rows = await db
-    .selectFrom(queue)
+    .selectFrom(queue.table)
     .select([sql<string>`${sql.ref(keyColumn)}`.as('key'), 'attempts'])
     .where('account_id', '=', accountId)
     .where('status', '=', 'pending')
@@ -111,7 +122,7 @@ export async function recordLookupOutcomes(
   if (outcomes.size === 0) return;
   const records = [...outcomes].map(([key, outcome]) => ({ key, ...queueChange(outcome) }));
   await sql`
-    UPDATE ${sql.id(schema, queue)} AS q
+    UPDATE ${sql.id(schema, queue.table)} AS q
        SET status = x.status,
            fetched_at = CASE WHEN x.marks_fetched THEN ${now}::timestamptz ELSE q.fetched_at END,
            last_error = x.last_error,
@@ -120,7 +131,7 @@ export async function recordLookupOutcomes(
       FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS x(
              key text, status text, marks_fetched boolean, last_error text,
              next_attempt_at timestamptz, counts_attempt boolean)
-     WHERE q.account_id = ${accountId} AND ${sql.ref(`q.${QUEUE_KEY[queue]}`)} = x.key`.execute(db);
+     WHERE q.account_id = ${accountId} AND ${sql.ref(`q.${queue.key}`)} = x.key`.execute(db);
 }
 
 /** What one outcome does to its queue entry (a record of the UPDATE's recordset). */
@@ -178,7 +189,7 @@ export async function countLookupsByStatus(
   accountId: string,
 ): Promise<Record<string, number>> {
   const rows = await db
-    .selectFrom(queue)
+    .selectFrom(queue.table)
     .select(['status', sql<number>`count(*)`.as('n')])
     .where('account_id', '=', accountId)
     .groupBy('status')

@@ -105,7 +105,7 @@ export async function findStreamStatus(
   let lookups: StreamStatus['lookups'] = null;
   if (spec.queue !== null) {
     const rows = await sql<{ status: LookupStatus; n: number }>`
-      SELECT status, count(*) AS n FROM ${sql.id(schema, spec.queue)} WHERE account_id = ${accountId} GROUP BY status
+      SELECT status, count(*) AS n FROM ${sql.id(schema, spec.queue.table)} WHERE account_id = ${accountId} GROUP BY status
     `.execute(db);
     lookups = Object.fromEntries(rows.rows.map((row) => [row.status, row.n]));
   }

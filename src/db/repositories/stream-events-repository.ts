@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { streamStatusAfter, type StreamStatus } from '../../domain/stream-status.js';
 import { formatIsoMicros, type EpochMicros } from '../../util/micros.js';
 import type { Tables } from '../schema.js';
-import { enqueueLookups } from './lookup-queue-repository.js';
+import { enqueueLookups, CALL_STREAM_REFS } from './lookup-queue-repository.js';
 
 /** A verified, parsed status callback, ready to store (the fields of api/stream-callback's event). */
 export interface StreamEventInput {
@@ -128,7 +128,7 @@ export async function insertStreamEvent(
 
   await enqueueLookups(
     trx,
-    'call_stream_refs',
+    CALL_STREAM_REFS,
     input.accountId,
     [input.callUuid],
     STREAM_EVENT_REQUESTER,

@@ -121,7 +121,7 @@ export async function requeueLookups(
   from: string | null,
 ): Promise<number> {
   let query = db
-    .updateTable(queue)
+    .updateTable(queue.table)
     .set({ status: 'pending', attempts: 0, next_attempt_at: null, last_error: null })
     .where('account_id', '=', accountId);
   if (from !== null) query = query.where('requested_at', '>=', from);

@@ -1,4 +1,5 @@
 import type { ReceivedRecord } from '../../api/received-json.js';
+import { CALL_STREAM_REFS } from '../../db/repositories/lookup-queue-repository.js';
 import { CALL_STREAMS } from '../../db/table-specs.js';
 import { normalizeCallStream } from '../../normalize/normalize-call-stream.js';
 import { lookupStream } from './lookups.js';
@@ -9,7 +10,7 @@ export const CALL_STREAMS_STREAM = lookupStream({
   description: 'audio-stream records of the calls queued in call_stream_refs',
   table: CALL_STREAMS,
   defaultSchedule: '*/5 * * * *',
-  queue: 'call_stream_refs',
+  queue: CALL_STREAM_REFS,
   noun: 'call',
   fetch: async (run, key, options) => {
     const records: ReceivedRecord[] = [];

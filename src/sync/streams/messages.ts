@@ -1,4 +1,5 @@
 import { MESSAGES } from '../../db/table-specs.js';
+import { MESSAGE_REFS } from '../../db/repositories/lookup-queue-repository.js';
 import { normalizeMessage } from '../../normalize/normalize-message.js';
 import { lookupStream } from './lookups.js';
 
@@ -8,7 +9,7 @@ export const MESSAGES_STREAM = lookupStream({
   description: 'message detail records queued in message_refs',
   table: MESSAGES,
   defaultSchedule: '*/5 * * * *',
-  queue: 'message_refs',
+  queue: MESSAGE_REFS,
   // Stored messages name the sender packs they used.
   feeds: ['powerpacks'],
   noun: 'message',

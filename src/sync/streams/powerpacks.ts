@@ -1,3 +1,4 @@
+import { POWERPACK_REFS } from '../../db/repositories/lookup-queue-repository.js';
 import {
   queueReferencedPowerpacks,
   requeueStalePowerpacks,
@@ -16,7 +17,7 @@ export const POWERPACKS_STREAM = lookupStream({
   description: 'sender packs referenced by stored messages',
   table: POWERPACKS,
   defaultSchedule: '*/5 * * * *',
-  queue: 'powerpack_refs',
+  queue: POWERPACK_REFS,
   noun: 'sender pack',
   fetch: async (run, key, options) => [await run.client.getPowerpack(key, options)],
   normalize: normalizePowerpack,

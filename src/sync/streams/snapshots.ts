@@ -7,7 +7,6 @@ import {
   type SnapshotMisses,
   type SnapshotTable,
 } from '../../db/repositories/snapshot-repository.js';
-import { advanceWatermark } from '../../db/repositories/sync-state-repository.js';
 import type { DataTableSpec } from '../../db/table-specs.js';
 import type { StreamName } from '../../domain/streams.js';
 import { ONE_TRANSACTION_PER_UNIT, type BatchLoader } from '../../load/batch-loader.js';
@@ -15,7 +14,12 @@ import type { Normalizer } from '../../normalize/normalize-records.js';
 import { receiveRecords } from '../receive-records.js';
 import { pagingOptions, type RunContext } from '../run-context.js';
 import { summedPreview } from '../run-preview.js';
-import { oneRound, requireSyncMode, type StreamDefinition } from '../stream-definition.js';
+import {
+  oneRound,
+  requireSyncMode,
+  type StreamDefinition,
+  type UnitCommit,
+} from '../stream-definition.js';
 
 /** What a snapshot stream declares; snapshotStream makes the rest of its definition. */
 export interface SnapshotStreamSpec {
@@ -50,9 +54,13 @@ export function snapshotStream(spec: SnapshotStreamSpec): StreamDefinition<Whole
     batching: () => ONE_TRANSACTION_PER_UNIT,
     plan: (_run, mode) => {
       requireSyncMode(spec.name, mode);
-      return Promise.resolve({ rounds: oneRound<WholeList>(['whole list']) });
+      // The watermark: the time of the last complete snapshot.
+      return Promise.resolve({
+        rounds: oneRound<WholeList>(['whole list']),
+        watermark: { kind: 'commit-time' },
+      });
     },
-    readUnit: (run, _unit, loader) => readSnapshot(run, spec, loader),
+    readUnit: (run, _unit, loader, commit) => readSnapshot(run, spec, loader, commit),
     failsAlone: (error) => error instanceof SnapshotIncompleteError,
     // A snapshot's size is known only to the service.
     preview: (_database, accountId) =>
@@ -85,7 +93,8 @@ class SnapshotIncompleteError extends Error {
 /**
  * Reads every page, then in one transaction: upserts every row (seen rows get last_seen_at, rows
  * that came back lose deleted_at), quarantines rejects and, when the snapshot is complete, marks
- * rows it no longer holds as deleted. An error half-way writes nothing. A snapshot that would mark
+ * rows it no longer holds as deleted (the runner then moves the watermark in the same
+ * transaction). An error half-way writes nothing. A snapshot that would mark
  * more than the configured share of rows deleted marks none and fails the run, loudly: an empty
  * or truncated answer must not wipe the table. A stop request between pages stores what was read
  * and marks nothing (the runner writes what the loader holds).
@@ -94,6 +103,7 @@ async function readSnapshot(
   run: RunContext,
   snapshot: SnapshotStreamSpec,
   loader: BatchLoader,
+  commit: UnitCommit,
 ): Promise<void> {
   const identities = new Set<string>();
   const rejectedKeys: string[] = [];
@@ -121,7 +131,7 @@ async function readSnapshot(
   const table = snapshot.table;
   let marked = 0;
   let refused: SnapshotMisses | undefined;
-  await loader.commit(async (trx, seenAt) => {
+  await commit.commit(async (trx, seenAt) => {
     // Rows this snapshot did not contain; a record seen but rejected still exists at the service.
     const misses = await countSnapshotMisses(
       trx,
@@ -133,13 +143,13 @@ async function readSnapshot(
     );
     if (refusesDeletion(misses, run.settings.snapshotDeleteGuard)) {
       refused = misses;
-      return;
+      return false;
     }
     if (misses.missing > 0) {
       await markSnapshotMissesDeleted(trx, database.schema, table, accountId, seenAt, rejectedKeys);
       marked = misses.missing;
     }
-    await advanceWatermark(trx, accountId, snapshot.name, seenAt);
+    return true;
   });
   if (refused !== undefined) {
     const { missing, active } = refused;

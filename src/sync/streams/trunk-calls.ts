@@ -1,11 +1,7 @@
 import { ApiError } from '../../api/api-errors.js';
 import { PageLimitError } from '../../api/telephony-client.js';
 import type { Database } from '../../db/connect.js';
-import {
-  advanceWatermarkFromLedger,
-  findSyncState,
-  saveCursor,
-} from '../../db/repositories/sync-state-repository.js';
+import { findSyncState, saveCursor } from '../../db/repositories/sync-state-repository.js';
 import {
   findLedgerEntries,
   recordWindowChanges,
@@ -19,7 +15,7 @@ import type {
   LedgerKey,
   SlotWindow,
 } from '../../domain/ledger-entry.js';
-import type { BatchLoader, CommitBatch, CommitHook } from '../../load/batch-loader.js';
+import type { BatchLoader } from '../../load/batch-loader.js';
 import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
 import { describeError } from '../../util/coerce-error.js';
 import { formatIsoMicros, type EpochMicros } from '../../util/micros.js';
@@ -35,6 +31,7 @@ import {
   oneRound,
   type RunMode,
   type StreamDefinition,
+  type UnitCommit,
   type UnitPlan,
 } from '../stream-definition.js';
 import { findIncrementalWindows, withSlot } from '../trunk-call-plan.js';
@@ -63,14 +60,13 @@ interface WindowUnit {
   readonly entry: LedgerEntry | undefined;
   /** Read every page, count it with one request (a probe), or skip it (a resumed backfill). */
   readonly action: WindowAction;
-  /** The run's ledger writes (with the watermark, for an incremental run). */
-  readonly ledger: CommitBatch<WindowChange>;
 }
 
 /**
  * The trunk-call stream: windows of the UTC grid (window-planner, window-actions: pure) → each
  * window's pages (the client's pager) → normalise → load (rows in batches; the window's ledger
- * entry, and for an incremental run the watermark, in the transaction of its last rows).
+ * entry, and for an incremental run the watermark, in the transaction of its last rows: the
+ * runner writes both from the window changes and the watermark rule this stream declares).
  *
  * An incremental run reads from its watermark minus the lookback to now minus the settle lag;
  * windows already complete are only counted (a probe unit, one request each) and re-read when the
@@ -93,7 +89,7 @@ export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
   }),
   plan: (run, mode) =>
     mode.kind === 'backfill' ? planBackfillUnits(run, mode.window) : planIncrementalUnits(run),
-  async readUnit(run, { window, entry, action, ledger }, loader) {
+  async readUnit(run, { window, entry, action }, loader, commit) {
     switch (action.kind) {
       case 'skip':
         run.stats.windowsCompleted++;
@@ -101,7 +97,7 @@ export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
         return;
       case 'probe':
         if (entry !== undefined) {
-          await probeWindow(run, window, entry, loader, ledger);
+          await probeWindow(run, window, entry, loader, commit);
           return;
         }
         break;
@@ -113,7 +109,7 @@ export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
           run.log.debug({ window: describeWindow(window), why: action.why }, 'reading window');
         }
     }
-    await readAndComplete(run, window, loader, ledger);
+    await readAndComplete(run, window, loader, commit);
   },
   failsAlone: windowFailsAlone,
   async abandonUnit(run, { window, entry }, loader, why) {
@@ -172,13 +168,13 @@ async function planIncrementalUnits(run: RunContext): Promise<UnitPlan<WindowUni
     to: plan.to,
     startedAt: now,
   };
-  const ledgerWrites = windowLedger(run, key, (trx) => advanceWatermarkFromLedger(trx, key, pass));
   return {
     rounds: oneRound(
-      windowUnits(windows, ledger, ledgerWrites, (window, entry) =>
+      windowUnits(windows, ledger, (window, entry) =>
         decideIncremental(window, entry, deepRecheck),
       ),
     ),
+    watermark: { kind: 'ledger', pass },
   };
 }
 
@@ -239,12 +235,10 @@ async function planBackfillUnits(
     plan.covered.end,
   );
   await recordWindowChanges(run.database.db, run.database.schema, key, planned(windows, ledger));
-  const ledgerWrites = windowLedger(run, key, leaveWatermark);
+  // A backfill's windows leave the watermark alone: no rule.
   return {
     rounds: oneRound(
-      windowUnits(windows, ledger, ledgerWrites, (window, entry) =>
-        decideBackfill(window, entry, startedAt),
-      ),
+      windowUnits(windows, ledger, (window, entry) => decideBackfill(window, entry, startedAt)),
     ),
     // The stream's lock is held: the cursor is still the one saved above.
     finish: () =>
@@ -262,12 +256,11 @@ async function planBackfillUnits(
 function windowUnits(
   windows: readonly SlotWindow[],
   ledger: ReadonlyMap<EpochMicros, LedgerEntry>,
-  ledgerWrites: CommitBatch<WindowChange>,
   decide: (window: SlotWindow, entry: LedgerEntry | undefined) => WindowAction,
 ): WindowUnit[] {
   return windows.map((window) => {
     const entry = ledger.get(window.slotStart);
-    return { window, entry, action: decide(window, entry), ledger: ledgerWrites };
+    return { window, entry, action: decide(window, entry) };
   });
 }
 
@@ -281,9 +274,6 @@ function planned(
     .map((window) => ({ kind: 'planned', window }));
 }
 
-/** A backfill's windows leave the watermark alone. */
-const leaveWatermark: CommitHook = () => Promise.resolve();
-
 /**
  * How long a read window's completion may wait for the next windows to share its transaction: a
  * quiet day is a few pages, and a 90-day backfill of many such accounts would otherwise be mostly
@@ -296,26 +286,8 @@ const leaveWatermark: CommitHook = () => Promise.resolve();
 const WINDOW_COMMIT_DELAY_MS = 3_000;
 
 /**
- * The window ledger of one run, written through the loader: the running marks and completions of
- * the windows that share a transaction in one statement, then `advance` (the watermark, from the
- * ledger) once if any window completed.
- */
-function windowLedger(
-  context: RunContext,
-  key: LedgerKey,
-  advance: CommitHook,
-): CommitBatch<WindowChange> {
-  return {
-    async write(trx, changes, syncedAt) {
-      await recordWindowChanges(trx, context.database.schema, key, changes);
-      if (changes.some((change) => change.kind === 'complete')) await advance(trx, syncedAt);
-    },
-  };
-}
-
-/**
- * Reads every page of a window and marks it complete in the transaction of its last rows (with
- * the watermark, for an incremental run).
+ * Reads every page of a window and marks it complete in the transaction of its last rows (the
+ * runner adds the watermark, for an incremental run).
  *
  * The window is marked running (an attempt more) through the loader too, not by a statement and a
  * commit of its own awaited before the first page: it goes with the next transaction the loader
@@ -328,11 +300,11 @@ async function readAndComplete(
   context: RunContext,
   window: SlotWindow,
   loader: BatchLoader,
-  ledgerWrites: CommitBatch<WindowChange>,
+  commit: UnitCommit,
 ): Promise<void> {
-  loader.queueBatched(ledgerWrites, { kind: 'running', window, runId: context.runId });
+  commit.queueWindowChange({ kind: 'running', window, runId: context.runId });
   const read = await readTrunkCallWindowFully(context, window, loader);
-  queueCompletion(context, window, loader, ledgerWrites, {
+  queueCompletion(context, window, commit, {
     totalCount: read.total,
     readAt: formatIsoMicros(context.now()),
   });
@@ -345,12 +317,10 @@ async function readAndComplete(
 function queueCompletion(
   context: RunContext,
   window: SlotWindow,
-  loader: BatchLoader,
-  ledgerWrites: CommitBatch<WindowChange>,
+  commit: UnitCommit,
   stamp: Pick<WindowCompletion, 'totalCount' | 'readAt' | 'verifiedAt'>,
 ): void {
-  loader.queueBatched(
-    ledgerWrites,
+  commit.queueWindowChange(
     {
       kind: 'complete',
       completion: {
@@ -375,7 +345,7 @@ async function probeWindow(
   window: SlotWindow,
   entry: LedgerEntry,
   loader: BatchLoader,
-  ledgerWrites: CommitBatch<WindowChange>,
+  commit: UnitCommit,
 ): Promise<void> {
   const total = await context.client.countTrunkCalls(
     windowFilters(window),
@@ -383,8 +353,7 @@ async function probeWindow(
   );
   const outcome = afterProbe(window, entry, total);
   const verifiedAt = formatIsoMicros(context.now());
-  const confirm = () =>
-    queueCompletion(context, window, loader, ledgerWrites, { totalCount: total, verifiedAt });
+  const confirm = () => queueCompletion(context, window, commit, { totalCount: total, verifiedAt });
   switch (outcome.kind) {
     case 'unchanged':
     case 'extend':
@@ -400,7 +369,7 @@ async function probeWindow(
         { window: describeWindow(window) },
         'calls arrived late in a window already read; reading it again',
       );
-      await readAndComplete(context, window, loader, ledgerWrites);
+      await readAndComplete(context, window, loader, commit);
       return;
     }
     case 'read-all':
@@ -408,7 +377,7 @@ async function probeWindow(
         { window: describeWindow(window), stored: entry.totalCount, service: total },
         'the service count of a window already read changed; reading it again',
       );
-      await readAndComplete(context, window, loader, ledgerWrites);
+      await readAndComplete(context, window, loader, commit);
       return;
   }
 }

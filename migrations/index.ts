@@ -8,6 +8,7 @@ import { loadWait } from './0007-load-wait.js';
 import { streamCallbackNonces } from './0008-stream-callback-nonces.js';
 import { billedDurationFallback } from './0009-billed-duration-fallback.js';
 import { dayVerifications } from './0010-day-verifications.js';
+import { trunkCallsRawJson } from './0011-trunk-calls-raw-json.js';
 import type { SchemaMigration } from './migration-types.js';
 
 /**
@@ -25,4 +26,5 @@ export const MIGRATIONS: readonly SchemaMigration[] = [
   streamCallbackNonces,
   billedDurationFallback,
   dayVerifications,
+  trunkCallsRawJson,
 ];

@@ -11,6 +11,11 @@ export interface DataTableSpec<T extends DataTableName = DataTableName> {
   readonly columns: readonly string[];
   /** Snapshot tables track first_seen_at / last_seen_at / deleted_at. */
   readonly snapshot: boolean;
+  /**
+   * How `raw` is stored: `jsonb` (the default), or `json`, the record's text as received, which
+   * the server only checks on write instead of parsing it (trunk_calls, the table of most rows).
+   */
+  readonly rawType?: 'json' | 'jsonb';
 }
 
 /**
@@ -41,6 +46,7 @@ function defineSpec<T extends DataTableName, const C extends readonly LoadedColu
   key: readonly LoadedColumn<T>[];
   columns: C & NamesEvery<LoadedColumn<T>, C[number]>;
   snapshot: boolean;
+  rawType?: 'json' | 'jsonb';
 }): DataTableSpec<T> {
   return spec;
 }
@@ -63,6 +69,7 @@ export const TRUNK_CALLS = defineSpec({
   table: 'trunk_calls',
   key: ['account_id', 'call_uuid'],
   snapshot: false,
+  rawType: 'json',
   columns: [
     'account_id',
     'call_uuid',

@@ -107,6 +107,36 @@ describe.each(bothDatabases())('upsertDataRows ($description)', (target) => {
     expect(row?.total_amount).toBe('2');
   });
 
+  it('compares raw as JSON, less api_id, whatever its spacing and key order', async () => {
+    const record = (text: string, apiId: string | null): LoadRow => ({
+      ...call('j1'),
+      api_id: apiId,
+      raw: text,
+    });
+    const first = '{"call_uuid":"j1","api_id":"req-1","n":1.50,"s":"a\\"b"}';
+    expect(await load([record(first, 'req-1')], '2026-11-21T00:00:00Z')).toMatchObject({
+      written: 1,
+    });
+    for (const [text, apiId] of [
+      ['{"call_uuid":"j1","api_id":"req-2","n":1.50,"s":"a\\"b"}', 'req-2'],
+      ['{ "n": 1.50, "s": "a\\u0022b", "api_id": "req-3", "call_uuid": "j1" }', 'req-3'],
+      ['{"call_uuid":"j1","api_id":null,"n":1.50,"s":"a\\"b"}', null],
+      ['{"call_uuid":"j1","n":1.50,"s":"a\\"b"}', null],
+    ] as const) {
+      expect(await load([record(text, apiId)], '2026-11-21T01:00:00Z'), text).toMatchObject({
+        written: 0,
+      });
+    }
+    for (const text of [
+      '{"call_uuid":"j1","api_id":"req-4","n":2,"s":"a\\"b"}',
+      '{"call_uuid":"j1","api_id":"req-5","n":2,"s":"a\\"b","extra":true}',
+    ]) {
+      expect(await load([record(text, 'req-4')], '2026-11-21T02:00:00Z'), text).toMatchObject({
+        written: 1,
+      });
+    }
+  });
+
   it('keeps numbers in raw digit for digit when given the record text', async () => {
     const text = '{"call_uuid":"big","n":123456789012345678901234567890.000000000000001}';
     await load([{ ...call('big'), raw: text }], '2026-11-21T00:00:00Z');

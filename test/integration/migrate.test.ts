@@ -45,6 +45,32 @@ describe.each(bothDatabases())('migrations on $description', (target) => {
     }
   });
 
+  it('converts stored trunk calls to a json raw, every field kept (0011)', async () => {
+    const handle = await createTestDatabase({ migrate: false, target });
+    try {
+      const before = MIGRATIONS.findIndex(
+        (migration) => migration.name === '0011-trunk-calls-raw-json',
+      );
+      await migrateToLatest(handle.database, MIGRATIONS.slice(0, before));
+      const table = sql.table(`${handle.database.schema}.trunk_calls`);
+      const raw = '{"call_uuid":"m1","api_id":"req-1","total_amount":"0.00850000000001","n":1.50}';
+      await sql`INSERT INTO ${table} (account_id, call_uuid, end_time, raw)
+                VALUES ('A', 'm1', '2026-11-20T10:01:05.000001Z', ${raw}::jsonb)`.execute(
+        handle.database.root,
+      );
+      await migrateToLatest(handle.database);
+      const row = await sql<{ type: string; amount: string; n: string; same: boolean }>`
+        SELECT pg_typeof(raw)::text AS type, raw ->> 'total_amount' AS amount,
+               (raw -> 'n')::text AS n, raw::jsonb = ${raw}::jsonb AS same
+          FROM ${table}`.execute(handle.database.root);
+      expect(row.rows).toEqual([
+        { type: 'json', amount: '0.00850000000001', n: '1.50', same: true },
+      ]);
+    } finally {
+      await handle.close();
+    }
+  });
+
   it('keeps two schemas in one database apart', async () => {
     const first = await createTestDatabase({ target });
     const second = await createTestDatabase({ target });

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import {
   buildStreamCallbackSignedUrl,
+  SIGNATURE_V3_MAX_CANDIDATES,
   signStreamCallbackV3,
   verifyStreamCallbackV3,
   type CallbackMethod,
@@ -90,7 +91,7 @@ describe('the V3 callback signature', () => {
     it('verifies the fixed signature, alone or among others', () => {
       for (const header of [
         vector.signature,
-        `bm90IGl0,${vector.signature}`,
+        `${signStreamCallbackV3({ ...input, authToken: 'a-rotated-token' })},${vector.signature}`,
         ` ${vector.signature} `,
       ])
         expect(verifyStreamCallbackV3({ ...input, signature: header, authToken: TOKEN })).toEqual({
@@ -147,6 +148,22 @@ describe('the V3 callback signature', () => {
     expect(verifyStreamCallbackV3({ ...base, signature, authToken: TOKEN })).toEqual({
       valid: true,
     });
+  });
+
+  it('refuses a header that cannot hold signatures, even around a valid one', () => {
+    const input = { method: 'GET' as const, url: 'https://t.example.com/cb', nonce: NONCE };
+    const signature = signStreamCallbackV3({ ...input, authToken: TOKEN });
+    const others = Array.from({ length: SIGNATURE_V3_MAX_CANDIDATES }, (_, index) =>
+      signStreamCallbackV3({ ...input, authToken: `token-${index}` }),
+    );
+    for (const header of [
+      `${','.repeat(100_000)}${signature}`,
+      `${others.join(',')},${signature}`,
+      `not-base64,${signature}`,
+    ])
+      expect(
+        verifyStreamCallbackV3({ ...input, signature: header, authToken: TOKEN }),
+      ).toMatchObject({ valid: false, reason: 'mismatch' });
   });
 
   it('names what is missing: the signature, the nonce, an absolute URL', () => {

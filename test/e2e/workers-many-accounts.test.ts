@@ -38,9 +38,6 @@ describe.skipIf(harnessTarget().kind !== 'postgres')(
         }),
       env: {
         TELESYNC_MAX_RPS: '55',
-        // Two loading connections: with the default four, idle workers cost 14–15 transactions a
-        // second against the bound of 10 (2026-11-28), an idle cost still to be found.
-        TELESYNC_LOAD_CONNECTIONS: '2',
         // TELESYNC_ACCOUNT_CONCURRENCY unset: each worker takes what memory allows (57 accounts)
         // on a pool of at most 20 connections.
         TELESYNC_HTTP_PORT: '0',

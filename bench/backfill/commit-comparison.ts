@@ -187,7 +187,7 @@ export function buildComparisonReport(results: ComparisonResults): BenchmarkRepo
   ];
   const notes = [
     ...results.notes,
-    `${refName} is ${results.ref.subject} (${results.ref.commit}), run from a detached git worktree with its own bin/telesync, its own \`telesync migrate\` of each fresh schema, and the same environment as the current code.`,
+    `${refName} is ${results.ref.commit} ("${results.ref.subject}"), run from a detached git worktree with its own bin/telesync, its own \`telesync migrate\` of each fresh schema, and the same environment as the current code.`,
     `Each run is \`telesync backfill --days ${BACKFILL_DAYS}\` of the same simulator data into a fresh schema, every stored row checked against the simulator's count; the commits alternate (${runs.map((run) => (run.side === 'ref' ? 'A' : 'B')).join('')}, A = ${refName}).`,
     'CPU per row: CPU seconds during the backfill ÷ rows stored. "postgres (own backends)" counts the backends serving telesync\'s own connections (client ports mapped to backend pids through pg_stat_activity, sampled through the run); "postgres (all)" every postgres process on the machine. The ratios are of the medians; rows/s is wall-time throughput, start-up included.',
   ];

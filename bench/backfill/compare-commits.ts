@@ -22,7 +22,9 @@ export async function runCommitComparison(context: BenchContext): Promise<Benchm
   const startedAt = new Date().toISOString();
   context.log(`checking out and building ${refName}`);
   const checkout = checkOutRef(originalRepoRoot(), refName);
-  context.log(`${refName} is ${checkout.subject}, built in ${checkout.root}`);
+  context.log(
+    `${refName} is ${checkout.commit.slice(0, 12)} ("${checkout.subject}"), built in ${checkout.root}`,
+  );
   const runs: ComparisonRun[] = [];
   try {
     const simulator = await startBenchSimulator(context);

@@ -158,7 +158,7 @@ export function buildThroughputReport(results: ThroughputResults): BenchmarkRepo
       },
       {
         title:
-          "Where the CPU went during each telesync backfill (CPU seconds; capacity = cores × wall; own backends: those serving telesync's connections, how many in brackets)",
+          "Where the CPU went during each telesync backfill (CPU seconds; capacity = cores × wall; own backends: those serving telesync's connections)",
         table: cpuTable(rounds),
       },
       {

@@ -120,6 +120,7 @@ export function cpuTable(rounds: readonly ThroughputRound[]): Table {
       'telesync',
       'simulator',
       'postgres (own backends)',
+      'own backends',
       'postgres (all)',
       'harness',
       'other',
@@ -136,9 +137,8 @@ export function cpuTable(rounds: readonly ThroughputRound[]): Table {
         seconds(cpu?.machineBusySeconds),
         seconds(cpu?.childSeconds),
         seconds(cpu?.simulatorSeconds),
-        cpu?.ownPostgresSeconds === null || cpu?.ownPostgresSeconds === undefined
-          ? '—'
-          : `${seconds(cpu.ownPostgresSeconds)} (${cpu.ownBackends ?? 0})`,
+        seconds(cpu?.ownPostgresSeconds),
+        formatInteger(cpu?.ownBackends),
         seconds(cpu?.postgresSeconds),
         seconds(cpu?.harnessSeconds),
         seconds(cpu?.otherSeconds),

@@ -12,7 +12,7 @@ import { HarnessError } from './bench-errors.js';
 export interface RefCheckout {
   readonly ref: string;
   readonly commit: string;
-  /** One line: the commit's short hash and subject. */
+  /** The commit's subject line. */
   readonly subject: string;
   readonly root: string;
   remove(): void;
@@ -31,7 +31,7 @@ export function checkOutRef(repo: string, ref: string): RefCheckout {
     );
   }
   const commit = resolved.out.split('\n')[0]!;
-  const subject = git(repo, ['log', '-1', '--format=%h %s', commit]).out;
+  const subject = git(repo, ['log', '-1', '--format=%s', commit]).out;
   const root = mkdtempSync(join(tmpdir(), 'telesync-bench-against-'));
   let removed = false;
   const remove = (): void => {

@@ -9,6 +9,7 @@ import {
 import type { EndToEndRun } from '../../bench/backfill/throughput-round.js';
 import { parseBenchSettings, type BenchSettings } from '../../bench/support/bench-settings.js';
 import { cpuPerRow, ratioOf } from '../../bench/support/cpu-per-row.js';
+import { resultPaths } from '../../bench/support/results.js';
 import type { CpuBreakdown } from '../../bench/support/process-monitor.js';
 
 function settings(argv: string[]): BenchSettings {
@@ -60,6 +61,14 @@ describe('--against (benchmark 1 against another commit)', () => {
     expect(parsed.runs).toBe(3);
     expect(settings(['--quick', '--against', 'main', '--runs', '2']).runs).toBe(2);
     expect(settings(['--quick']).against).toBeUndefined();
+  });
+
+  it('writes its own results files, never benchmark 1 standing ones', () => {
+    expect(resultPaths(settings(['--quick', '--against', 'main']))).toEqual({
+      json: '/tmp/telesync-bench-results/latest-against-quick.json',
+      summary: '/tmp/telesync-bench-results/summary-against-quick.md',
+    });
+    expect(resultPaths(settings([])).json).toBe('/tmp/telesync-bench-results/latest.json');
   });
 
   it('refuses other benchmarks and an empty or option-like ref', () => {

@@ -4,6 +4,7 @@ import { formatInteger, formatPercent, type BenchmarkReport } from './support/re
 import { SimulatorOracle } from './support/simulator-oracle.js';
 import { rotate } from './support/stats.js';
 import { runTelesync, type TelesyncSettings } from './support/telesync-command.js';
+import { runCommitComparison } from './backfill/compare-commits.js';
 import { measureCopyLimit } from './backfill/measure-copy-limit.js';
 import { measureEndToEnd } from './backfill/measure-end-to-end.js';
 import { measureFetchLimit } from './backfill/measure-fetch-limit.js';
@@ -25,12 +26,16 @@ import type {
  * rows with COPY, no HTTP. Target: end to end ≥ 70% of the slower limit; peak RSS under 300 MB and
  * not growing with the backfill.
  *
+ * With --against <ref>, only the backfill runs, alternately with that commit's telesync and this
+ * one (bench/backfill/compare-commits.ts), and the report compares their CPU per stored row.
+ *
  * This file runs the rounds; bench/backfill/ holds each measurement (measure-*.ts), the profiled
  * backfill, and the report built from the rounds (throughput-report.ts, throughput-tables.ts).
  */
 
 /** Runs the warm-up, the rounds and the optional profile, and reports them. */
 export async function runBackfillThroughput(context: BenchContext): Promise<BenchmarkReport> {
+  if (context.settings.against !== undefined) return runCommitComparison(context);
   const startedAt = new Date().toISOString();
   const { settings, db } = context;
   const notes: string[] = [];

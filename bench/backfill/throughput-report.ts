@@ -1,11 +1,24 @@
 import type { BenchSettings } from '../support/bench-settings.js';
+import { cpuPerRow, medianCpuPerRow } from '../support/cpu-per-row.js';
 import { medianCpu } from '../support/median-cpu.js';
 import { sharedMachineNote } from '../support/process-monitor.js';
-import { checkTarget, formatInteger, MB, type BenchmarkReport } from '../support/report.js';
+import {
+  checkTarget,
+  formatInteger,
+  formatPercent,
+  MB,
+  type BenchmarkReport,
+} from '../support/report.js';
 import { maxOf, median, round } from '../support/stats.js';
 import { copyLaneCounts } from './measure-copy-limit.js';
 import { BACKFILL_DAYS, type BackfillProfile, type ThroughputRound } from './throughput-round.js';
-import { copyLoadsTable, cpuTable, profileTables, roundsTable } from './throughput-tables.js';
+import {
+  copyLoadsTable,
+  cpuPerRowTable,
+  cpuTable,
+  profileTables,
+  roundsTable,
+} from './throughput-tables.js';
 
 /** What the report is built from. */
 export interface ThroughputResults {
@@ -52,6 +65,7 @@ export function buildThroughputReport(results: ThroughputResults): BenchmarkRepo
     ratioToSlowerLimit: round(median(rounds.map((r) => r.ratio)), 3),
     slowerLimitByRound: rounds.map((r) => r.slowerLimit),
     cpuDuringEndToEnd: medianCpu(e2e.map((run) => run.cpu)),
+    cpuPerRow: medianCpuPerRow(e2e.map((run) => cpuPerRow(run.rows, run.cpu))),
     profile,
   };
 
@@ -99,6 +113,7 @@ export function buildThroughputReport(results: ThroughputResults): BenchmarkRepo
     'End to end is the wall time of the `telesync backfill --days 90` process, start-up included; the limits time only their work (first request to last answer; first batch to last commit).',
     `The fetch limit uses telesync's HttpTransport and TelephonyClient with the same settings (concurrency ${settings.concurrency}, ${settings.concurrency * 2} pages queued at once, TELESYNC_MAX_RPS ${settings.unthrottledMaxRps}) and the same 1-day windows, but keeps every window's pages flowing at once; records are parsed by the client and then discarded.`,
     `The COPY limit loads rows made by telesync's own parser and normaliser from the same simulated data (generated in-process, untimed) with telesync's upsertDataRows (staging table and upsert) in batches of ${settings.batchSize} (TELESYNC_BATCH_SIZE default), one transaction each, into a freshly migrated trunk_calls (same indexes), emptied and CHECKPOINTed before each load. It loads them over ${copyLaneCounts().join(', ')} connection(s) ("lanes", each taking the next batch when its transaction commits), and the best is the limit: one connection is one PostgreSQL backend, one core at most.`,
+    'CPU per row: CPU seconds of each party during the backfill ÷ rows stored. "postgres (own backends)" counts the backends of telesync\'s own connections (its client ports mapped to backend pids through pg_stat_activity, sampled through the run); "postgres (all)" every postgres process on the machine, other users of the server included. Rows per machine CPU-second: rows ÷ the busy time of every core during the run, whoever used it.',
     'Memory is the resident set of the telesync process and its children, sampled every 50 ms, and the kernel\'s VmHWM of the process; "flat" compares the peak of the run\'s last quarter with that of its second quarter.',
   );
   const shared = sharedMachineNote(
@@ -143,8 +158,12 @@ export function buildThroughputReport(results: ThroughputResults): BenchmarkRepo
       },
       {
         title:
-          'Where the CPU went during each telesync backfill (CPU seconds; capacity = cores × wall)',
+          "Where the CPU went during each telesync backfill (CPU seconds; capacity = cores × wall; own backends: those serving telesync's connections)",
         table: cpuTable(rounds),
+      },
+      {
+        title: `CPU per stored row of each telesync backfill (end to end ${formatInteger(figures.endToEndRowsPerSecond)} rows/s, ${formatPercent(figures.ratioToSlowerLimit)} of the slower limit, ${formatInteger(figures.cpuPerRow.rowsPerMachineCpuSecond)} rows per machine CPU-second)`,
+        table: cpuPerRowTable(rounds),
       },
       ...(profile !== null ? profileTables(profile) : []),
     ],

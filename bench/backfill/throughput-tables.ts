@@ -7,6 +7,7 @@ import {
   formatSeconds,
   type Table,
 } from '../support/report.js';
+import { cpuPerRow, medianCpuPerRow, type CpuPerRow } from '../support/cpu-per-row.js';
 import { median } from '../support/stats.js';
 import type { BackfillProfile, ThroughputRound } from './throughput-round.js';
 
@@ -118,7 +119,9 @@ export function cpuTable(rounds: readonly ThroughputRound[]): Table {
       'busy',
       'telesync',
       'simulator',
-      'postgres',
+      'postgres (own backends)',
+      'own backends',
+      'postgres (all)',
       'harness',
       'other',
       'RSS by quarter (peaks)',
@@ -134,12 +137,47 @@ export function cpuTable(rounds: readonly ThroughputRound[]): Table {
         seconds(cpu?.machineBusySeconds),
         seconds(cpu?.childSeconds),
         seconds(cpu?.simulatorSeconds),
+        seconds(cpu?.ownPostgresSeconds),
+        formatInteger(cpu?.ownBackends),
         seconds(cpu?.postgresSeconds),
         seconds(cpu?.harnessSeconds),
         seconds(cpu?.otherSeconds),
         r.endToEnd.rssQuarterPeaksBytes.map((bytes) => formatMb(bytes)).join(' / '),
       ];
     }),
+  };
+}
+
+/** µs of CPU per stored row of each party, and rows per busy CPU-second of the machine. */
+export function cpuPerRowTable(rounds: readonly ThroughputRound[]): Table {
+  const us = (value: number | null): string => (value === null ? '—' : formatDecimal(value, 1));
+  const line = (label: string, rows: number, values: CpuPerRow): string[] => [
+    label,
+    formatInteger(rows),
+    us(values.telesyncUs),
+    us(values.ownPostgresUs),
+    us(values.allPostgresUs),
+    us(values.simulatorUs),
+    formatInteger(values.rowsPerMachineCpuSecond),
+  ];
+  const perRound = rounds.map((r) => cpuPerRow(r.endToEnd.rows, r.endToEnd.cpu));
+  const rows = rounds.map((r, index) => line(String(r.round), r.endToEnd.rows, perRound[index]!));
+  if (rounds.length > 1) {
+    rows.push(
+      line('median', median(rounds.map((r) => r.endToEnd.rows)), medianCpuPerRow(perRound)),
+    );
+  }
+  return {
+    headers: [
+      'run',
+      'rows stored',
+      'telesync µs/row',
+      'postgres (own backends) µs/row',
+      'postgres (all) µs/row',
+      'simulator µs/row',
+      'rows per machine CPU-second',
+    ],
+    rows,
   };
 }
 

@@ -58,8 +58,30 @@ export class BenchDatabase {
     return schema;
   }
 
+  /** An empty schema for a telesync of another commit to migrate itself; dropped as the others. */
+  async createEmptySchema(label: string): Promise<string> {
+    const schema = `bench_${this.tag}_${label}_${++this.#sequence}`.toLowerCase().slice(0, 63);
+    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new HarnessError(`bad schema name ${schema}`);
+    this.#schemas.add(schema);
+    await this.#pool.query(`CREATE SCHEMA "${schema}"`);
+    return schema;
+  }
+
+  /** The backends (pid) of the connections from these client ports (pg_stat_activity). */
+  async backendsOfClientPorts(
+    ports: readonly number[],
+  ): Promise<{ pid: number; clientPort: number }[]> {
+    const rows = await this.query<{ pid: number; client_port: number }>(
+      'SELECT pid, client_port FROM pg_stat_activity WHERE client_port = ANY($1::int[])',
+      [ports],
+    );
+    return rows.map((row) => ({ pid: row.pid, clientPort: row.client_port }));
+  }
+
   async dropSchema(schema: string): Promise<void> {
     await this.#pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    // `telesync migrate` puts the job queue beside the data, in <schema>_jobs.
+    await this.#pool.query(`DROP SCHEMA IF EXISTS "${schema}_jobs" CASCADE`);
     this.#schemas.delete(schema);
   }
 

@@ -58,6 +58,11 @@ export interface BenchSettings {
   };
   /** Only write the summary again from the results file. */
   readonly summaryOnly: boolean;
+  /**
+   * A git ref to compare with: benchmark 1 then runs only its backfill, alternately with that
+   * commit's telesync and this one, and reports the CPU per stored row of each and their ratios.
+   */
+  readonly against: string | undefined;
 }
 
 export const USAGE = `npm run bench -- [options]
@@ -79,6 +84,9 @@ export const USAGE = `npm run bench -- [options]
   --seed <text>           simulator seed (default "bench")
   --results-dir <path>    where to write the results (default bench/results)
   --summary-only          only write summary.md again from latest.json (no benchmark runs)
+  --against <git-ref>     benchmark 1 only: its backfill run alternately with the telesync of
+                          <git-ref> (a temporary git worktree, built) and this one, --runs times
+                          each; reports CPU per stored row of both and the ratios this ÷ <git-ref>
 
 Environment: DATABASE_URL (default ${DEFAULT_DATABASE_URL}), and BENCH_CALLS, BENCH_RUNS,
 BENCH_ONLY, BENCH_QUICK=1 as defaults for the flags.`;
@@ -96,6 +104,16 @@ function sharePercent(raw: string | undefined): number {
   const value = positiveInteger('--throttled-share', raw, 100);
   if (value > 100) throw new HarnessError(`--throttled-share must be at most 100 (got "${raw}")`);
   return value;
+}
+
+/** A git ref as given; refused when empty or when it reads as an option. */
+function parseAgainst(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const ref = raw.trim();
+  if (ref === '' || ref.startsWith('-') || /\s/.test(ref)) {
+    throw new HarnessError(`--against needs a git ref (a commit, branch or tag; got "${raw}")`);
+  }
+  return ref;
 }
 
 export function parseBenchSettings(
@@ -126,6 +144,7 @@ export function parseBenchSettings(
       seed: { type: 'string' },
       'results-dir': { type: 'string' },
       'summary-only': { type: 'boolean' },
+      against: { type: 'string' },
     },
     strict: true,
     allowPositionals: false,
@@ -134,15 +153,23 @@ export function parseBenchSettings(
   const quick = values.quick === true || env.BENCH_QUICK === '1';
   const faultHarness =
     values['no-fault-harness'] === true ? false : (values['fault-harness'] ?? !quick);
+  const against = parseAgainst(values.against);
   const onlyText = values.only ?? env.BENCH_ONLY;
   const only =
     onlyText === undefined || onlyText === ''
-      ? BENCHMARK_NAMES.filter((name) => name !== 'fault-harness' || faultHarness)
+      ? against === undefined
+        ? BENCHMARK_NAMES.filter((name) => name !== 'fault-harness' || faultHarness)
+        : ['backfill-throughput']
       : onlyText.split(',').map((name) => name.trim());
   const unknown = only.filter((name) => !isBenchmarkName(name));
   if (unknown.length > 0) {
     throw new HarnessError(
       `unknown benchmark ${unknown.join(', ')}; the benchmarks are ${BENCHMARK_NAMES.join(', ')}`,
+    );
+  }
+  if (against !== undefined && (only.length !== 1 || only[0] !== 'backfill-throughput')) {
+    throw new HarnessError(
+      `--against compares benchmark 1 only: use it with --only backfill-throughput (got --only ${only.join(',')})`,
     );
   }
   const calls = positiveInteger(
@@ -155,7 +182,12 @@ export function parseBenchSettings(
   return {
     mode: quick ? 'quick' : 'full',
     calls,
-    runs: positiveInteger('--runs', values.runs ?? env.BENCH_RUNS, quick ? 1 : 3),
+    // A comparison alternates the two commits: three of each even when quick.
+    runs: positiveInteger(
+      '--runs',
+      values.runs ?? env.BENCH_RUNS,
+      quick && against === undefined ? 1 : 3,
+    ),
     only: only as BenchmarkName[],
     databaseUrl: env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
     seed: values.seed ?? 'bench',
@@ -179,6 +211,7 @@ export function parseBenchSettings(
     snapshot: values['no-snapshot'] !== true,
     faultHarness,
     summaryOnly: values['summary-only'] === true,
+    against,
     // Full: about 17 s of one account's budget each; quick: a few hundred calls, start-up dominates.
     multiAccount: quick
       ? { accounts: 10, callsPerAccount: 400, wideAccounts: 5, wideCallsPerAccount: 400 }

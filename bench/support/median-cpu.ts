@@ -12,6 +12,7 @@ export function medianCpu(values: readonly (CpuBreakdown | null)[]): Record<stri
     'childSeconds',
     'simulatorSeconds',
     'postgresSeconds',
+    'ownPostgresSeconds',
     'harnessSeconds',
     'otherSeconds',
   ];

@@ -8,6 +8,7 @@ export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 /**
  * The `telesync` command as npm installs it (package.json "bin"): a script that runs node, as one
  * process, with the young generation the command sets. What the benchmarks measure telesync as.
+ * A checkout of another commit (`--against`) is run through its own command the same way.
  */
 export const TELESYNC_COMMAND = join(REPO_ROOT, 'bin/telesync');
 
@@ -28,11 +29,22 @@ export const COMMAND_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32'
 export function telesyncInvocation(
   args: readonly string[],
   nodeArgs: readonly string[] = [],
+  root: string = REPO_ROOT,
 ): { command: string; args: string[] } {
-  if (nodeArgs.length === 0) return { command: TELESYNC_COMMAND, args: [...args] };
+  if (nodeArgs.length === 0) {
+    return {
+      command: root === REPO_ROOT ? TELESYNC_COMMAND : join(root, 'bin/telesync'),
+      args: [...args],
+    };
+  }
   return {
     command: process.execPath,
-    args: [...COMMAND_NODE_FLAGS, ...nodeArgs, TELESYNC_SCRIPT, ...args],
+    args: [
+      ...COMMAND_NODE_FLAGS,
+      ...nodeArgs,
+      root === REPO_ROOT ? TELESYNC_SCRIPT : join(root, 'bin/telesync.js'),
+      ...args,
+    ],
   };
 }
 

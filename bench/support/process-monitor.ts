@@ -11,6 +11,7 @@ import {
   readReapedChildrenCpuTicks,
   ticksToSeconds,
 } from './proc-stats.js';
+import type { RunBackendsCpu } from './run-backends.js';
 import { round } from './stats.js';
 
 /**
@@ -38,6 +39,8 @@ export interface MonitorOptions {
   readonly onStderrLine?: (line: string) => void;
   /** Registers the running child so the harness can stop it on Ctrl-C. */
   readonly track?: (pid: number) => () => void;
+  /** Measures the PostgreSQL backends serving the child, reported as ownPostgresSeconds. */
+  readonly backends?: RunBackendsCpu;
 }
 
 export interface RssSample {
@@ -59,6 +62,10 @@ export interface CpuBreakdown {
   readonly simulatorSeconds: number | null;
   /** Every process named `postgres` (all backends, the WAL writer, the checkpointer…). */
   readonly postgresSeconds: number;
+  /** The backends serving the child's own connections; null when not measured. */
+  readonly ownPostgresSeconds: number | null;
+  /** How many backends served the child; null when not measured. */
+  readonly ownBackends: number | null;
   /** This harness process. */
   readonly harnessSeconds: number;
   /** Busy time not accounted for above: other users of the machine. */
@@ -109,6 +116,7 @@ export async function runMonitored(options: MonitorOptions): Promise<MonitoredRu
     throw new HarnessError(`${options.label}: could not start ${options.command}`);
   }
   const untrack = options.track?.(pid) ?? (() => undefined);
+  if (HAS_PROC) options.backends?.start(pid);
 
   let stdout = '';
   let stderr = '';
@@ -142,6 +150,7 @@ export async function runMonitored(options: MonitorOptions): Promise<MonitoredRu
       peakTree = Math.max(peakTree ?? 0, total);
       samples.push({ atMs: Math.round(performance.now() - started), rssBytes: total });
     }
+    options.backends?.sample();
     if (++ticks % POSTGRES_SAMPLE_EVERY === 0) postgres?.sample();
   };
   sample();
@@ -169,6 +178,7 @@ export async function runMonitored(options: MonitorOptions): Promise<MonitoredRu
   });
   const wallMs = performance.now() - started;
   postgres?.sample();
+  const own = HAS_PROC ? await options.backends?.stop() : undefined;
 
   if (timedOut) {
     throw new HarnessError(
@@ -206,6 +216,9 @@ export async function runMonitored(options: MonitorOptions): Promise<MonitoredRu
       childSeconds: seconds(childCpu),
       simulatorSeconds: simulatorCpu === null ? null : seconds(simulatorCpu),
       postgresSeconds: seconds(postgresCpu),
+      ownPostgresSeconds:
+        own === undefined || 'error' in own ? null : seconds(ticksToSeconds(own.ticks)),
+      ownBackends: own === undefined || 'error' in own ? null : own.backends,
       harnessSeconds: seconds(harnessCpu),
       otherSeconds: seconds(
         Math.max(0, machineBusy - childCpu - (simulatorCpu ?? 0) - postgresCpu - harnessCpu),

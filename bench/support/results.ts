@@ -18,7 +18,7 @@ import {
  * `summary.md` (for people; the README links it). A run of some benchmarks (`--only`) replaces
  * those and keeps the others from the previous file, each with the environment it ran in.
  * `--quick` writes `latest-quick.json` and `summary-quick.md` instead, so a smoke run never
- * overwrites the full figures.
+ * overwrites the full figures; `--against` writes `latest-against(-quick).json` and its summary.
  */
 
 export interface StoredBenchmark extends BenchmarkReport {
@@ -38,9 +38,11 @@ export const FAULT_HARNESS_FILE = 'fault-harness.json';
 
 export function resultPaths(settings: BenchSettings): { json: string; summary: string } {
   const suffix = settings.mode === 'quick' ? '-quick' : '';
+  // A comparison with another commit (--against) is not benchmark 1's standing figure: its own files.
+  const against = settings.against === undefined ? '' : '-against';
   return {
-    json: join(settings.resultsDir, `latest${suffix}.json`),
-    summary: join(settings.resultsDir, `summary${suffix}.md`),
+    json: join(settings.resultsDir, `latest${against}${suffix}.json`),
+    summary: join(settings.resultsDir, `summary${against}${suffix}.md`),
   };
 }
 

@@ -1,6 +1,7 @@
 import { HarnessError } from './bench-errors.js';
 import { baseChildEnv, createScratchDir, telesyncInvocation } from './paths.js';
 import { requireSuccess, runMonitored, type MonitoredRun } from './process-monitor.js';
+import type { RunBackendsCpu } from './run-backends.js';
 import type { SimulatorProcess } from './simulator-process.js';
 
 /**
@@ -63,6 +64,10 @@ export interface RunTelesyncOptions {
   readonly nodeArgs?: readonly string[];
   readonly track?: (pid: number) => () => void;
   readonly onProgress?: (line: string) => void;
+  /** The checkout whose command runs (another commit's, for a comparison); default this one. */
+  readonly root?: string;
+  /** Measures the PostgreSQL backends serving the command. */
+  readonly backends?: RunBackendsCpu;
 }
 
 /**
@@ -76,7 +81,7 @@ export async function runTelesync(
 ): Promise<TelesyncRun> {
   const scratch = createScratchDir('cwd');
   try {
-    const invocation = telesyncInvocation([...args, '--json'], options.nodeArgs);
+    const invocation = telesyncInvocation([...args, '--json'], options.nodeArgs, options.root);
     const run = await runMonitored({
       label: options.label,
       command: invocation.command,
@@ -87,6 +92,7 @@ export async function runTelesync(
       simulatorPid: settings.simulator.pid,
       ...(options.track ? { track: options.track } : {}),
       ...(options.onProgress ? { onStderrLine: options.onProgress } : {}),
+      ...(options.backends ? { backends: options.backends } : {}),
     });
     requireSuccess(run);
     const json = lastJsonLine(run.stdout, options.label);

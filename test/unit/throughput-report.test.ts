@@ -84,3 +84,52 @@ describe('the backfill benchmark’s memory-flat target', () => {
     expect(quick.figures.rssGrowthWorst).toBe(1.263);
   });
 });
+
+describe('the backfill benchmark’s CPU per stored row', () => {
+  it('states each party in µs a row, its own backends apart, and rows per machine CPU-second', () => {
+    const base = round(1.02);
+    const withCpu: ThroughputRound = {
+      ...base,
+      endToEnd: {
+        ...base.endToEnd,
+        cpu: {
+          wallSeconds: 5,
+          capacitySeconds: 10,
+          machineBusySeconds: 8,
+          childSeconds: 2,
+          simulatorSeconds: 1,
+          postgresSeconds: 4.5,
+          ownPostgresSeconds: 4,
+          ownBackends: 4,
+          harnessSeconds: 0.3,
+          otherSeconds: 0.2,
+        },
+      },
+    };
+    const built = buildThroughputReport({
+      settings: settings(['--quick']),
+      startedAt: '2026-11-29T00:00:00.000Z',
+      rounds: [withCpu],
+      profile: null,
+      notes: [],
+    });
+    expect(built.figures.cpuPerRow).toEqual({
+      telesyncUs: 20,
+      ownPostgresUs: 40,
+      allPostgresUs: 45,
+      simulatorUs: 10,
+      rowsPerMachineCpuSecond: 12_500,
+    });
+    const table = built.tables.find((titled) => titled.title.startsWith('CPU per stored row'));
+    expect(table?.title).toContain('80.0% of the slower limit, 12,500 rows per machine CPU-second');
+    expect(table?.table.rows[0]).toEqual([
+      '1',
+      '100,000',
+      '20.0',
+      '40.0',
+      '45.0',
+      '10.0',
+      '12,500',
+    ]);
+  });
+});

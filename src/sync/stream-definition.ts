@@ -5,7 +5,7 @@ import type { LookupQueue } from '../db/repositories/lookup-queue-repository.js'
 import type { WindowChange } from '../db/repositories/sync-windows-repository.js';
 import type { Tables } from '../db/schema.js';
 import type { DataTableSpec } from '../db/table-specs.js';
-import type { IncrementalPass } from '../domain/ledger-entry.js';
+import type { IncrementalPass, LedgerStatus, SlotWindow } from '../domain/ledger-entry.js';
 import type { StreamName } from '../domain/streams.js';
 import type { BatchLoader, LoadBatching } from '../load/batch-loader.js';
 import type { Normalizer } from '../normalize/normalize-records.js';
@@ -44,20 +44,30 @@ export type UnitCommitHook = (trx: Kysely<Tables>, syncedAt: string) => Promise<
 
 /**
  * How a unit commits, given by the runner: the unit says what completes, the runner writes the
- * ledger and the watermark in the transaction of the unit's last rows.
+ * ledger and the watermark in the transaction of the unit's last rows and counts the unit then.
  */
 export interface UnitCommit {
   /**
    * Commits the unit: its last rows, its rejects, `hook` and the plan's watermark, in one
-   * transaction; resolves once committed (throws the loader's failure).
+   * transaction; resolves once committed (throws the loader's failure). Completes `units` units
+   * (default 1; a lookup round's, the entries it settled), none when `hook` resolved to false.
    */
-  commit(hook?: UnitCommitHook): Promise<void>;
+  commit(hook?: UnitCommitHook, units?: number): Promise<void>;
   /**
    * Queues a window's ledger change (running, complete) for the transaction of its rows: the
    * changes of the windows that share a transaction go in one statement, then the watermark once
-   * when one completed. Not awaited: the next window is read meanwhile. Windows streams only.
+   * when one completed. Not awaited: the next window is read meanwhile. Streams with ledger slots.
    */
-  queueWindowChange(change: WindowChange, onCommitted?: () => void): void;
+  queueWindowChange(change: WindowChange): void;
+  /** A unit complete already, with nothing to write (a window a resumed backfill had read). */
+  alreadyComplete(): void;
+}
+
+/** A unit's row of the window ledger: its slot's window, and its status when the run planned it. */
+export interface LedgerSlot {
+  readonly window: SlotWindow;
+  /** Absent: the slot had no row (the runner inserts it as planned). */
+  readonly status: LedgerStatus | undefined;
 }
 
 /** The units one run reads, as a stream's `plan` decided them. */
@@ -70,7 +80,7 @@ export interface UnitPlan<Unit> {
   /** Units of a round read at once (default 1: one after the other, oldest first). */
   readonly concurrency?: number;
   /** After a round's units, stopped or not: commits what the round decided (a queue's outcomes). */
-  endRound?(loader: BatchLoader): Promise<void>;
+  endRound?(commit: UnitCommit): Promise<void>;
   /** After the last round of a run that neither stopped nor failed (a backfill's cursor). */
   finish?(): Promise<void>;
   /** A backfill's plan, for what the command tells of it. */
@@ -83,8 +93,8 @@ export interface UnitPlan<Unit> {
  * One stream, declared in one file of `src/sync/streams/` and listed once in the registry
  * (stream-registry.ts): everything that runs, plans, schedules, shows or resets a stream reads it
  * here. The runner (runUnits) owns what is the same for every stream: stopping, failures,
- * counters, the loader and its transactions, the window ledger's running and complete rows and
- * the watermark; the definition says what differs (and what its watermark is, in its plan).
+ * counters, the loader and its transactions, every row of the window ledger and the watermark;
+ * the definition says what differs (its units, their ledger slots, its watermark rule).
  */
 export interface StreamDefinition<Unit = unknown> {
   /** The name the command line, the schedule, sync_runs and sync_state use. */
@@ -102,25 +112,24 @@ export interface StreamDefinition<Unit = unknown> {
   readonly normalize: Normalizer<LoadRow>;
   /** How its rows are batched into transactions. */
   batching(run: RunContext): LoadBatching;
-  /** The units of a run (pure decisions over what the database holds, and their ledger rows). */
+  /** The units of a run (pure decisions over what the database holds). */
   plan(run: RunContext, mode: RunMode): Promise<UnitPlan<Unit>>;
   /**
    * Reads one unit: fetches its pages from the client, hands their records to receiveRecords with
    * the stream's normaliser, and completes it through `commit` (a window's ledger change, or the
-   * unit's commit with its deletion marks); the runner adds the ledger row and the watermark the
-   * plan declared. A stop request thrown from here stops the run; an error `failsAlone` accepts
-   * fails the unit and the run goes on; any other fails the run.
+   * unit's commit with its deletion marks); the runner adds the watermark the plan declared and
+   * counts the unit when its commit lands. A stop request thrown from here stops the run; an error
+   * `failsAlone` accepts fails the unit and the run goes on; any other fails the run.
    */
   readUnit(run: RunContext, unit: Unit, loader: BatchLoader, commit: UnitCommit): Promise<void>;
   /** Errors that fail only their unit (the run goes on, and fails at its end). */
   failsAlone?(error: unknown): boolean;
-  /** What a unit left unfinished writes (a window's ledger row), stopped or failed. */
-  abandonUnit?(
-    run: RunContext,
-    unit: Unit,
-    loader: BatchLoader,
-    why: { readonly stopped: true } | { readonly stopped: false; readonly error: unknown },
-  ): Promise<void>;
+  /**
+   * The ledger slot a unit reads, for a stream whose state is a window ledger: the runner inserts
+   * the planned rows of slots that have none, marks a failed unit's slot failed, and puts back the
+   * slot's status when a stop cuts its unit short.
+   */
+  ledgerSlot?(unit: Unit): LedgerSlot;
   /** What a run would do (`--dry-run`), from the database alone. */
   preview(
     database: Database,

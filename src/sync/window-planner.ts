@@ -2,6 +2,7 @@ import { DateTime } from 'luxon';
 import { TRUNK_HISTORY_DAYS, TRUNK_MAX_RANGE_DAYS } from '../domain/service-rules.js';
 import {
   epochMicrosFromMillis,
+  formatIsoMicros,
   MICROS_PER_DAY,
   MICROS_PER_HOUR,
   MICROS_PER_MINUTE,
@@ -236,4 +237,9 @@ export function utcDay(at: EpochMicros): string {
 /** Whether two windows overlap. */
 export function overlaps(a: TimeWindow, b: TimeWindow): boolean {
   return a.start < b.end && b.start < a.end;
+}
+
+/** `window` as `[start, end)` in ISO text, for logs and messages. */
+export function describeWindow(window: TimeWindow): string {
+  return `[${formatIsoMicros(window.start)}, ${formatIsoMicros(window.end)})`;
 }

@@ -6,8 +6,10 @@ import { HttpTransport } from '../../src/api/transport.js';
 import { createSyncDependencies } from '../../src/app/app-services.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { findSyncState } from '../../src/db/repositories/sync-state-repository.js';
+import { findLedgerEntries } from '../../src/db/repositories/sync-windows-repository.js';
 import { findStreamStatus } from '../../src/db/repositories/status-repository.js';
 import type { DataTableName } from '../../src/db/table-specs.js';
+import type { LedgerStatus, SlotWindow } from '../../src/domain/ledger-entry.js';
 import type { StreamName } from '../../src/domain/streams.js';
 import { ONE_TRANSACTION_PER_UNIT } from '../../src/load/batch-loader.js';
 import { planSchedule } from '../../src/scheduler/schedule-plan.js';
@@ -18,6 +20,8 @@ import { oneRound, type StreamDefinition } from '../../src/sync/stream-definitio
 import { findStream, STREAMS } from '../../src/sync/stream-registry.js';
 import { findStreamState, resetStreamState, statusSource } from '../../src/sync/stream-state.js';
 import { createLogger } from '../../src/util/logger.js';
+import { MICROS_PER_DAY } from '../../src/util/micros.js';
+import { StoppedError } from '../../src/util/stopped-error.js';
 import { PgBoss } from 'pg-boss';
 import type { CliIo } from '../../src/cli/cli-io.js';
 import { runCli } from '../../src/cli/main.js';
@@ -117,7 +121,6 @@ const WIDGETS_STREAM: StreamDefinition<'all widgets'> = {
     for await (const page of widgetPages(pagesGate))
       await receiveRecords(run, page.records, this.normalize, loader);
     await commit.commit();
-    run.stats.windowsCompleted++;
   },
   preview: (_database, accountId) =>
     Promise.resolve(
@@ -133,6 +136,59 @@ const WIDGETS_STREAM: StreamDefinition<'all widgets'> = {
         1,
       ),
     ),
+};
+
+const GADGETS = 'gadgets' as StreamName;
+const FIRST_DAY = Date.UTC(2026, 0, 1) * 1_000;
+/** What reading each day's unit does, first day first: the test sets it before each run. */
+let gadgetDays: readonly ('complete' | 'fail' | 'stop')[] = [];
+
+class GadgetDayError extends Error {
+  override name = 'GadgetDayError';
+}
+
+interface GadgetDay {
+  readonly window: SlotWindow;
+  readonly status: LedgerStatus | undefined;
+  readonly does: (typeof gadgetDays)[number];
+}
+
+/**
+ * A stream with a window ledger, one slot a day, declared in one object: it says what its units
+ * are and which slot each reads; the runner writes its planned, running, complete, failed and
+ * restored rows and counts its completed days.
+ */
+const GADGETS_STREAM: StreamDefinition<GadgetDay> = {
+  name: GADGETS,
+  description: 'gadgets of the fake service, by day',
+  table: WIDGETS_STREAM.table,
+  defaultSchedule: '*/9 * * * *',
+  state: { kind: 'windows' },
+  normalize: WIDGETS_STREAM.normalize,
+  batching: () => ONE_TRANSACTION_PER_UNIT,
+  async plan(run) {
+    const key = { accountId: run.accountId, stream: GADGETS };
+    const end = FIRST_DAY + gadgetDays.length * MICROS_PER_DAY;
+    const ledger = await findLedgerEntries(run.database.db, key, FIRST_DAY, end);
+    const days = gadgetDays.map((does, day) => {
+      const start = FIRST_DAY + day * MICROS_PER_DAY;
+      const window = { slotStart: start, start, end: start + MICROS_PER_DAY };
+      return { window, status: ledger.get(start)?.status, does };
+    });
+    return { rounds: oneRound(days) };
+  },
+  readUnit(run, { window, does }, _loader, commit) {
+    commit.queueWindowChange({ kind: 'running', window, runId: run.runId });
+    if (does === 'fail') throw new GadgetDayError('the gadgets of this day did not add up');
+    if (does === 'stop') throw new StoppedError();
+    const completion = { ...window, totalCount: 0, runId: run.runId };
+    commit.queueWindowChange({ kind: 'complete', completion });
+    return Promise.resolve();
+  },
+  failsAlone: (error) => error instanceof GadgetDayError,
+  ledgerSlot: ({ window, status }) => ({ window, status }),
+  preview: (database, accountId, settings, now, mode) =>
+    WIDGETS_STREAM.preview(database, accountId, settings, now, mode),
 };
 
 describe('a seventh stream declared in one object', () => {
@@ -159,7 +215,7 @@ describe('a seventh stream declared in one object', () => {
     // The composition root's dependencies, given the registry with the seventh stream added.
     deps = {
       ...createSyncDependencies(config, database, log, 1),
-      streams: [...STREAMS, WIDGETS_STREAM],
+      streams: [...STREAMS, WIDGETS_STREAM, GADGETS_STREAM],
     };
     // Never asked: the widgets come from the stream's own page generator.
     transport = new HttpTransport({
@@ -257,6 +313,56 @@ describe('a seventh stream declared in one object', () => {
     });
     expect(result.status).toBe('stopped');
     expect(result.stats.recordsFetched).toBe(0);
+  });
+
+  it('a stream with ledger slots gets its planned, failed and restored rows and its counts from the runner', async () => {
+    const { db } = handle.database;
+    const runOf = async (days: typeof gadgetDays) => {
+      gadgetDays = days;
+      const result = await runStream(deps, client, {
+        stream: GADGETS,
+        command: 'test',
+        lockWaitMs: 0,
+      });
+      const row = await db
+        .selectFrom('sync_runs')
+        .select(['status', 'windows_planned', 'windows_completed'])
+        .where('id', '=', result.runId!)
+        .executeTakeFirstOrThrow();
+      return { status: row.status, planned: row.windows_planned, completed: row.windows_completed };
+    };
+    const ledger = () =>
+      db
+        .selectFrom('sync_windows')
+        .select(['status', 'attempts', 'last_error'])
+        .where('account_id', '=', ACCOUNT)
+        .where('stream', '=', GADGETS)
+        .orderBy('slot_start')
+        .execute();
+
+    // The second day fails alone: the first stays complete, and the run fails at its end.
+    expect(await runOf(['complete', 'fail'])).toEqual({
+      status: 'failed',
+      planned: 2,
+      completed: 1,
+    });
+    expect(await ledger()).toEqual([
+      { status: 'complete', attempts: 1, last_error: null },
+      { status: 'failed', attempts: 1, last_error: 'the gadgets of this day did not add up' },
+    ]);
+
+    // A stop while re-reading the first day puts back its complete row; the days after it are
+    // left as they were, a new one as planned.
+    expect(await runOf(['stop', 'complete', 'complete'])).toEqual({
+      status: 'stopped',
+      planned: 3,
+      completed: 0,
+    });
+    expect(await ledger()).toEqual([
+      { status: 'complete', attempts: 2, last_error: null },
+      { status: 'failed', attempts: 1, last_error: 'the gadgets of this day did not add up' },
+      { status: 'planned', attempts: 0, last_error: null },
+    ]);
   });
 
   it('has a status, a state to show and reset, a dry run and a schedule entry', async () => {

@@ -88,19 +88,14 @@ export function lookupStream(spec: LookupStreamSpec): StreamDefinition<LookupUni
       return {
         rounds: dueRounds(run, spec.queue, outcomes),
         concurrency: run.pageConcurrency,
-        endRound: async (loader) => {
-          await loader.commit((trx, now) =>
-            recordLookupOutcomes(
-              trx,
-              run.database.schema,
-              spec.queue,
-              run.accountId,
-              outcomes,
-              now,
-            ),
+        endRound: async (commit) => {
+          const { schema } = run.database;
+          // An entry to try again is not done; the others are, once their outcomes commit.
+          const settled = [...outcomes.values()].filter((outcome) => outcome.status !== 'retry');
+          await commit.commit(
+            (trx, at) => recordLookupOutcomes(trx, schema, spec.queue, run.accountId, outcomes, at),
+            settled.length,
           );
-          for (const outcome of outcomes.values())
-            if (outcome.status !== 'retry') run.stats.windowsCompleted++;
           outcomes.clear();
         },
       };

@@ -7,7 +7,7 @@ import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
 import { formatIsoMicros } from '../../util/micros.js';
 import { bufferRecords } from '../receive-records.js';
 import { pagingOptions, type RunContext } from '../run-context.js';
-import type { TimeWindow } from '../window-planner.js';
+import { describeWindow, type TimeWindow } from '../window-planner.js';
 
 /** What reading every page of a window found. */
 export interface WindowRead {
@@ -206,8 +206,4 @@ export async function readTrunkCallWindowFully(
     read = combined;
   }
   throw new WindowIncompleteError(window, read);
-}
-
-export function describeWindow(window: TimeWindow): string {
-  return `[${formatIsoMicros(window.start)}, ${formatIsoMicros(window.end)})`;
 }

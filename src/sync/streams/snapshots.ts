@@ -160,7 +160,6 @@ async function readSnapshot(
     run.log.error({ marked: 0, would_mark: missing, active }, message);
     throw new SuspiciousSnapshotError(message);
   }
-  run.stats.windowsCompleted = 1;
   if (marked > 0)
     run.log.info(
       { deleted: marked },

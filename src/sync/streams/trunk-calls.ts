@@ -1,11 +1,8 @@
-import { ApiError } from '../../api/api-errors.js';
 import { PageLimitError } from '../../api/telephony-client.js';
 import type { Database } from '../../db/connect.js';
 import { findSyncState, saveCursor } from '../../db/repositories/sync-state-repository.js';
 import {
   findLedgerEntries,
-  recordWindowChanges,
-  type WindowChange,
   type WindowCompletion,
 } from '../../db/repositories/sync-windows-repository.js';
 import { TRUNK_CALLS } from '../../db/table-specs.js';
@@ -17,7 +14,6 @@ import type {
 } from '../../domain/ledger-entry.js';
 import type { BatchLoader } from '../../load/batch-loader.js';
 import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
-import { describeError } from '../../util/coerce-error.js';
 import { formatIsoMicros, type EpochMicros } from '../../util/micros.js';
 import { requestOptions, type RunContext } from '../run-context.js';
 import {
@@ -41,10 +37,15 @@ import {
   decideIncremental,
   type WindowAction,
 } from '../window-actions.js';
-import { planBackfill, plannerSettings, slotStart, type TimeWindow } from '../window-planner.js';
-import { TRUNK_HISTORY_DAYS } from '../../domain/service-rules.js';
 import {
   describeWindow,
+  planBackfill,
+  plannerSettings,
+  slotStart,
+  type TimeWindow,
+} from '../window-planner.js';
+import { TRUNK_HISTORY_DAYS } from '../../domain/service-rules.js';
+import {
   isConsistent,
   readTrunkCallWindow,
   readTrunkCallWindowFully,
@@ -66,7 +67,8 @@ interface WindowUnit {
  * The trunk-call stream: windows of the UTC grid (window-planner, window-actions: pure) → each
  * window's pages (the client's pager) → normalise → load (rows in batches; the window's ledger
  * entry, and for an incremental run the watermark, in the transaction of its last rows: the
- * runner writes both from the window changes and the watermark rule this stream declares).
+ * runner writes every ledger row from the window changes and slots, and the watermark from the
+ * rule, that this stream declares).
  *
  * An incremental run reads from its watermark minus the lookback to now minus the settle lag;
  * windows already complete are only counted (a probe unit, one request each) and re-read when the
@@ -92,7 +94,7 @@ export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
   async readUnit(run, { window, entry, action }, loader, commit) {
     switch (action.kind) {
       case 'skip':
-        run.stats.windowsCompleted++;
+        commit.alreadyComplete();
         run.stats.windowsResumed++;
         return;
       case 'probe':
@@ -111,36 +113,14 @@ export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
     }
     await readAndComplete(run, window, loader, commit);
   },
-  failsAlone: windowFailsAlone,
-  async abandonUnit(run, { window, entry }, loader, why) {
-    // The window's running mark may still wait in the loader: it goes first, so that what is
-    // written below is the window's last word. A loader failure is kept by the loader: the run's
-    // last drain throws it when the run goes on.
-    await loader.drain().catch(() => undefined);
-    const key: LedgerKey = { accountId: run.accountId, stream: STREAM };
-    if (why.stopped) {
-      await recordWindowChanges(run.database.db, run.database.schema, key, [
-        {
-          kind: 'restored',
-          slotStart: window.slotStart,
-          status: entry?.status ?? 'planned',
-          runId: run.runId,
-        },
-      ]);
-      return;
-    }
-    await recordWindowFailure(run, key, window, why.error, windowFailsAlone(why.error));
-  },
+  // A window the service describes impossibly fails alone, with its numbers; the next is read.
+  failsAlone: (error) => error instanceof WindowIncompleteError || error instanceof PageLimitError,
+  ledgerSlot: ({ window, entry }) => ({ window, status: entry?.status }),
   preview: (database: Database, accountId, settings, now, mode: RunMode) =>
     mode.kind === 'backfill'
       ? previewTrunkCallBackfill(database, accountId, mode.window, settings, now)
       : previewTrunkCallSync(database, accountId, settings, now),
 };
-
-/** A window the service describes impossibly fails alone, with its numbers; the next is read. */
-function windowFailsAlone(error: unknown): boolean {
-  return error instanceof WindowIncompleteError || error instanceof PageLimitError;
-}
 
 /** An incremental run's windows: re-check days due, then the lookback to now minus the settle lag. */
 async function planIncrementalUnits(run: RunContext): Promise<UnitPlan<WindowUnit>> {
@@ -160,8 +140,6 @@ async function planIncrementalUnits(run: RunContext): Promise<UnitPlan<WindowUni
       `the watermark fell behind the ${TRUNK_HISTORY_DAYS}-day horizon: calls that ended in this gap can no longer be read from the service`,
     );
   }
-  const key: LedgerKey = { accountId: run.accountId, stream: STREAM };
-  await recordWindowChanges(run.database.db, run.database.schema, key, planned(windows, ledger));
   const pass: IncrementalPass = {
     from: plan.from,
     fromSlot: slotStart(plan.from, settings.sliceMicros),
@@ -234,7 +212,6 @@ async function planBackfillUnits(
     slotStart(plan.covered.start, settings.sliceMicros),
     plan.covered.end,
   );
-  await recordWindowChanges(run.database.db, run.database.schema, key, planned(windows, ledger));
   // A backfill's windows leave the watermark alone: no rule.
   return {
     rounds: oneRound(
@@ -262,16 +239,6 @@ function windowUnits(
     const entry = ledger.get(window.slotStart);
     return { window, entry, action: decide(window, entry) };
   });
-}
-
-/** The ledger rows of the windows of a plan whose slots have none yet. */
-function planned(
-  windows: readonly SlotWindow[],
-  ledger: ReadonlyMap<EpochMicros, LedgerEntry>,
-): WindowChange[] {
-  return windows
-    .filter((window) => !ledger.has(window.slotStart))
-    .map((window) => ({ kind: 'planned', window }));
 }
 
 /**
@@ -320,19 +287,16 @@ function queueCompletion(
   commit: UnitCommit,
   stamp: Pick<WindowCompletion, 'totalCount' | 'readAt' | 'verifiedAt'>,
 ): void {
-  commit.queueWindowChange(
-    {
-      kind: 'complete',
-      completion: {
-        slotStart: window.slotStart,
-        start: window.start,
-        end: window.end,
-        runId: context.runId,
-        ...stamp,
-      },
+  commit.queueWindowChange({
+    kind: 'complete',
+    completion: {
+      slotStart: window.slotStart,
+      start: window.start,
+      end: window.end,
+      runId: context.runId,
+      ...stamp,
     },
-    () => context.stats.windowsCompleted++,
-  );
+  });
 }
 
 /**
@@ -379,31 +343,5 @@ async function probeWindow(
       );
       await readAndComplete(context, window, loader, commit);
       return;
-  }
-}
-
-async function recordWindowFailure(
-  context: RunContext,
-  key: LedgerKey,
-  window: SlotWindow,
-  error: unknown,
-  failsAlone: boolean,
-): Promise<void> {
-  const message = describeError(error);
-  // An error that ends the run is said by the run's own line; the window's is for debugging.
-  const level = failsAlone ? 'error' : 'debug';
-  context.log[level]({ window: describeWindow(window), err: error }, `window failed: ${message}`);
-  try {
-    await recordWindowChanges(context.database.db, context.database.schema, key, [
-      { kind: 'failed', slotStart: window.slotStart, error: message, runId: context.runId },
-    ]);
-  } catch (ledgerError) {
-    // The database itself may be what failed; the run's error says so already.
-    context.log.warn({ err: ledgerError }, 'could not record the window failure in sync_windows');
-  }
-  if (error instanceof ApiError && error.status === 400) {
-    context.log.error(
-      'the service refused a window request; this is a bug in telesync or a change at the service',
-    );
   }
 }

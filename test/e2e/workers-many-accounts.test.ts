@@ -23,6 +23,8 @@ const ACCOUNTS = testAccounts('MA_MANY', 300);
 /** Most transactions a second two idle workers of 300 accounts may cost PostgreSQL. */
 const IDLE_TRANSACTIONS_PER_SECOND = 10;
 const IDLE_MEASURE_MS = 20_000;
+/** Past PostgreSQL's late report of an idle session's counters (10 s), with a margin. */
+const STATS_SETTLE_MS = 12_000;
 
 describe.skipIf(harnessTarget().kind !== 'postgres')(
   'two workers and three hundred accounts through the job queue',
@@ -71,8 +73,10 @@ describe.skipIf(harnessTarget().kind !== 'postgres')(
             timeoutMs: 60_000,
             what: 'the workers to start',
           });
-        // Past their start (queues, schedules, first heartbeats), then measured idle.
-        await sleep(3_000);
+        // Past their start (queues, schedules, first heartbeats), then measured idle. PostgreSQL 15
+        // reports a session's counters up to 10 s after it goes idle (PGSTAT_IDLE_INTERVAL): sooner,
+        // the start-up's transactions would be counted in the idle window.
+        await sleep(STATS_SETTLE_MS);
         const before = await transactions(admin.root, name);
         const started = Date.now();
         await sleep(IDLE_MEASURE_MS);

@@ -143,9 +143,14 @@ describe('a backfill killed at random moments and resumed', () => {
   });
   it('stops on Ctrl-C after the batch in hand, saying so, and the same command resumes where it stopped', async () => {
     const stopped = await cli.addDatabase();
+    const requestsBefore = cli.service.stats().requests.total;
     const child = startTelesync([...args, '--json'], cli.envFor(stopped));
-    // Once a few windows are done (progress lines come every few seconds), interrupt.
-    await new Promise((resolve) => setTimeout(resolve, 3500));
+    // Interrupted once a few windows are read (a day is about ten pages), whatever the machine's
+    // speed: a fixed delay could land before the handler is set up on a busy machine.
+    await waitFor(
+      () => child.hasExited() || cli.service.stats().requests.total >= requestsBefore + 60,
+      { timeoutMs: 60_000, what: 'the backfill to read a few windows' },
+    );
     child.kill('SIGINT');
     const { code, stdout, stderr } = await child.exited;
     expect(code, stderr).toBe(1);

@@ -6,6 +6,7 @@
 // (someone edited the code), the TypeScript sources run through tsx instead, so a stale build never
 // runs and there is no build step to remember.
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import module from 'node:module';
 import { dirname, join } from 'node:path';
 import process from 'node:process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -31,6 +32,9 @@ function buildIsFresh() {
 }
 
 if (buildIsFresh()) {
+  // V8's compiled code kept on disk (node's own cache, keyed by file content): each start after the
+  // first skips compiling the 1.2 MB bundle and its dependencies, about a quarter of start-up's CPU.
+  module.enableCompileCache?.();
   await import(pathToFileURL(built).href);
 } else {
   const { register } = await import('tsx/esm/api');

@@ -49,6 +49,21 @@ export interface LoadCounters {
    * the service, holding the run back.
    */
   loadWaitMs: number;
+  /**
+   * Batches tried as a plain COPY into the table (UpsertOptions.direct) that met a row stored
+   * already, and were upserted instead. Each leaves a unique-violation ERROR in the server's log.
+   */
+  directConflicts: number;
+}
+
+/** What the caller knows of rows it hands to `BatchLoader.buffer`. */
+export interface BufferOptions {
+  /**
+   * Some of the rows may be stored already (their unit was read before): their batch goes through
+   * the staging table and upsert without first trying a plain COPY, which would fail on the first
+   * stored row, cost the server that COPY and leave an ERROR in its log.
+   */
+  readonly mayBeStored?: boolean;
 }
 
 /** Where and for which run the loader writes (a RunContext is one). */
@@ -119,6 +134,8 @@ class Lane {
    */
   directSkip = 0;
   directBackoff = 1;
+  /** A row of `rows` may be stored already (BufferOptions.mayBeStored). */
+  rowsMayBeStored = false;
 
   constructor(readonly spec: DataTableSpec) {
     this.rows = new PreparedRows(spec);
@@ -167,17 +184,25 @@ export class BatchLoader {
    * of an earlier batch. A reader then awaits `room` before it fetches more; the two are apart so
    * that it holds nothing while it waits (see bufferRecords).
    */
-  buffer(rows: readonly LoadRow[], rejects: readonly RejectedRecord[]): void {
+  buffer(
+    rows: readonly LoadRow[],
+    rejects: readonly RejectedRecord[],
+    options: BufferOptions = {},
+  ): void {
     this.#throwIfFailed();
+    const mayBeStored = options.mayBeStored === true;
     if (this.#lanes.length === 1) {
       // Every row goes to the one lane: hashing each key to pick it would be work for nothing, and
       // with many accounts side by side each loads on one lane.
-      const only = this.#lanes[0]!.rows;
-      for (const row of rows) only.add(row);
+      const only = this.#lanes[0]!;
+      for (const row of rows) only.rows.add(row);
+      if (mayBeStored && rows.length > 0) only.rowsMayBeStored = true;
     } else {
       for (const row of rows) {
         const key = rowKey(row, this.spec.key);
-        this.#laneOf(key).rows.add(row, key);
+        const lane = this.#laneOf(key);
+        lane.rows.add(row, key);
+        if (mayBeStored) lane.rowsMayBeStored = true;
       }
     }
     // Rejects all go to lane 0: the quarantine is keyed by payload, and one lane never races itself.
@@ -333,14 +358,16 @@ export class BatchLoader {
   #enqueue(lane: Lane, hook: CommitHook | undefined, after?: Promise<unknown>): Promise<void> {
     const rows = lane.rows;
     const rejects = lane.rejects;
+    const mayBeStored = lane.rowsMayBeStored;
     lane.rows = new PreparedRows(lane.spec);
     lane.rejects = [];
+    lane.rowsMayBeStored = false;
     lane.queuedRows += rows.length;
     this.target.loadGate?.enqueued(rows.length);
     lane.queue = lane.queue.then(async () => {
       try {
         if (after !== undefined) await after;
-        if (this.#failure === undefined) await this.#write(lane, rows, rejects, hook);
+        if (this.#failure === undefined) await this.#write(lane, rows, mayBeStored, rejects, hook);
       } catch (error) {
         this.#failure ??= error;
       } finally {
@@ -354,13 +381,15 @@ export class BatchLoader {
   async #write(
     lane: Lane,
     rows: PreparedRows,
+    mayBeStored: boolean,
     rejects: RejectedRecord[],
     hook: CommitHook | undefined,
   ): Promise<void> {
     if (rows.length === 0 && rejects.length === 0 && hook === undefined) return;
     const { database, stats, runId, lockLost, loadGate } = this.target;
-    const direct = lane.directSkip === 0;
-    if (!direct) lane.directSkip--;
+    // A batch that may hold stored rows neither tries the plain COPY nor counts as a skipped try.
+    const direct = !mayBeStored && lane.directSkip === 0;
+    if (!mayBeStored && !direct) lane.directSkip--;
     const transaction = async (): Promise<UpsertResult> => {
       // Stamped and checked when the transaction begins, after any wait for the gate.
       const syncedAt = formatIsoMicros(this.target.now());
@@ -378,6 +407,7 @@ export class BatchLoader {
     };
     const result = await (loadGate === undefined ? transaction() : loadGate.write(transaction));
     if (result.direct === 'conflict') {
+      stats.directConflicts++;
       lane.directSkip = lane.directBackoff;
       lane.directBackoff = Math.min(lane.directBackoff * 2, MAX_DIRECT_BACKOFF);
     } else if (result.direct === 'written') {

@@ -1,6 +1,6 @@
 import type { ReceivedRecord } from '../api/received-json.js';
 import type { LoadRow } from '../db/data-loader.js';
-import type { BatchLoader } from '../load/batch-loader.js';
+import type { BatchLoader, BufferOptions } from '../load/batch-loader.js';
 import {
   normalizeRecords,
   type NormalizedRecords,
@@ -40,6 +40,7 @@ export function bufferRecords(
   normalize: Normalizer<LoadRow>,
   loader: BatchLoader,
   identities?: Set<string>,
+  options?: BufferOptions,
 ): NormalizedRecords<LoadRow> {
   context.stats.recordsFetched += records.length;
   const normalized = normalizeRecords(
@@ -48,6 +49,6 @@ export function bufferRecords(
     { accountId: context.accountId },
     identities,
   );
-  loader.buffer(normalized.rows, normalized.rejects);
+  loader.buffer(normalized.rows, normalized.rejects, options);
   return normalized;
 }

@@ -30,6 +30,8 @@ export class RunStats {
   recordsRejected = 0;
   /** Milliseconds the run's reading waited for the loader's room. */
   loadWaitMs = 0;
+  /** Batches whose plain COPY met a stored row and were upserted instead (LoadCounters). */
+  directConflicts = 0;
   /** The span the run covered. */
   span: TimeWindow | undefined;
   /** Calls that can no longer be read (the watermark fell behind the horizon). */

@@ -27,7 +27,13 @@ async function loaderTarget(): Promise<LoadTarget & { test: TestDatabase }> {
     database: test.database,
     runId: 1,
     now: () => epochMicrosFromMillis(Date.now()),
-    stats: { recordsUpserted: 0, recordsChanged: 0, recordsRejected: 0, loadWaitMs: 0 },
+    stats: {
+      recordsUpserted: 0,
+      recordsChanged: 0,
+      recordsRejected: 0,
+      loadWaitMs: 0,
+      directConflicts: 0,
+    },
   };
 }
 
@@ -49,6 +55,32 @@ interface HookSight {
 }
 
 describe('BatchLoader', () => {
+  it('copies new rows straight in, and upserts rows said to be maybe stored without trying that', async () => {
+    const target = await loaderTarget();
+    const rows = Array.from({ length: 30 }, (_, index) => call(`s${index}`));
+    const load = async (options?: { mayBeStored: boolean }): Promise<void> => {
+      const loader = new BatchLoader(target, TRUNK_CALLS, { lanes: 2, batchSize: 10 });
+      loader.buffer(rows, [], options);
+      await loader.drain();
+    };
+    await load();
+    expect(target.stats).toMatchObject({ recordsUpserted: 30, recordsChanged: 30 });
+    expect(target.stats.directConflicts).toBe(0);
+    // The same rows again, unannounced: the plain COPY is tried and meets them.
+    await load();
+    expect(target.stats.directConflicts).toBeGreaterThan(0);
+    const conflicts = target.stats.directConflicts;
+    // Announced as maybe stored: straight to the upsert, nothing changed.
+    await load({ mayBeStored: true });
+    expect(target.stats.directConflicts).toBe(conflicts);
+    expect(target.stats).toMatchObject({ recordsUpserted: 90, recordsChanged: 30 });
+    const stored = await sql<{ count: number }>`
+      SELECT count(*)::int AS count FROM ${sql.id(target.database.schema, 'trunk_calls')}`.execute(
+      target.database.root,
+    );
+    expect(stored.rows[0]!.count).toBe(30);
+  });
+
   it('with a unit delay, units committed in a row share one transaction, each with all its rows', async () => {
     const target = await loaderTarget();
     const loader = waitingLoader(target, 2, 1_000);

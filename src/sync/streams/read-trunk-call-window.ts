@@ -1,7 +1,7 @@
 import { takeRecords, type ReceivedRecord } from '../../api/received-json.js';
 import { PAGE_LIMIT_MAX } from '../../domain/service-rules.js';
 import type { LoadRow } from '../../db/data-loader.js';
-import type { BatchLoader } from '../../load/batch-loader.js';
+import type { BatchLoader, BufferOptions } from '../../load/batch-loader.js';
 import type { Normalizer } from '../../normalize/normalize-records.js';
 import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
 import { formatIsoMicros } from '../../util/micros.js';
@@ -60,6 +60,7 @@ export async function readTrunkCallWindow(
   context: RunContext,
   window: TimeWindow,
   loader: BatchLoader,
+  options: BufferOptions = {},
 ): Promise<WindowRead> {
   const pages = context.client.iterateTrunkCalls(windowFilters(window), {
     ...pagingOptions(context),
@@ -75,7 +76,7 @@ export async function readTrunkCallWindow(
     totals.add(page.meta.total_count);
     // Normalised and buffered in a plain function, so that neither the page's records nor their
     // rows are held while the loader makes room (see bufferRecords); the page is parsed only now.
-    outside += bufferPage(context, window, inWindow, takeRecords(page), loader, seen);
+    outside += bufferPage(context, window, inWindow, takeRecords(page), loader, seen, options);
     await loader.room();
   }
   if (outside > 0) {
@@ -102,14 +103,15 @@ function bufferPage(
   records: readonly ReceivedRecord[],
   loader: BatchLoader,
   seen: Set<string>,
+  options: BufferOptions,
 ): number {
   // A page within the limit (every page the service sends) is passed on as it is, not copied.
   const overLimit = records.length > PAGE_LIMIT_MAX;
   const asked = overLimit ? records.slice(0, PAGE_LIMIT_MAX) : records;
-  const { rejects } = bufferRecords(context, asked, inWindow, loader, seen);
+  const { rejects } = bufferRecords(context, asked, inWindow, loader, seen, options);
   if (overLimit) {
     const extra = records.slice(PAGE_LIMIT_MAX);
-    bufferRecords(context, extra, rejectBeyondLimit(PAGE_LIMIT_MAX), loader);
+    bufferRecords(context, extra, rejectBeyondLimit(PAGE_LIMIT_MAX), loader, undefined, options);
     context.log.warn(
       { window: describeWindow(window), records: records.length, limit: PAGE_LIMIT_MAX },
       `a page held ${records.length} records for a limit of ${PAGE_LIMIT_MAX}: the ${extra.length} past the limit were quarantined`,
@@ -167,8 +169,9 @@ export async function readTrunkCallWindowFully(
   context: RunContext,
   window: TimeWindow,
   loader: BatchLoader,
+  options: BufferOptions = {},
 ): Promise<WindowRead> {
-  let read = await readTrunkCallWindow(context, window, loader);
+  let read = await readTrunkCallWindow(context, window, loader, options);
   if (isConsistent(read)) return read;
   context.log.warn(
     {
@@ -179,7 +182,9 @@ export async function readTrunkCallWindowFully(
     },
     'window did not add up; reading it again',
   );
-  read = await readTrunkCallWindow(context, window, loader);
+  // Read again, and in halves below: rows of the window are stored by now.
+  const again: BufferOptions = { mayBeStored: true };
+  read = await readTrunkCallWindow(context, window, loader, again);
   if (isConsistent(read)) return read;
 
   const middle = window.start + Math.floor((window.end - window.start) / 2);
@@ -194,8 +199,8 @@ export async function readTrunkCallWindowFully(
       'window did not add up twice; reading it in halves',
     );
     const halves = [
-      await readTrunkCallWindow(context, { start: window.start, end: middle }, loader),
-      await readTrunkCallWindow(context, { start: middle, end: window.end }, loader),
+      await readTrunkCallWindow(context, { start: window.start, end: middle }, loader, again),
+      await readTrunkCallWindow(context, { start: middle, end: window.end }, loader, again),
     ];
     const combined: WindowRead = {
       total: halves[0]!.total + halves[1]!.total,

@@ -12,7 +12,7 @@ import type {
   LedgerKey,
   SlotWindow,
 } from '../../domain/ledger-entry.js';
-import type { BatchLoader } from '../../load/batch-loader.js';
+import type { BatchLoader, BufferOptions } from '../../load/batch-loader.js';
 import { normalizeTrunkCall } from '../../normalize/normalize-trunk-call.js';
 import { formatIsoMicros, type EpochMicros } from '../../util/micros.js';
 import { requestOptions, type RunContext } from '../run-context.js';
@@ -111,7 +111,10 @@ export const TRUNK_CALLS_STREAM: StreamDefinition<WindowUnit> = {
           run.log.debug({ window: describeWindow(window), why: action.why }, 'reading window');
         }
     }
-    await readAndComplete(run, window, loader, commit);
+    // A window never read holds no rows yet; one read before (complete, failed, or left running
+    // by a run that ended) may hold them.
+    const mayBeStored = entry !== undefined && entry.status !== 'planned';
+    await readAndComplete(run, window, loader, commit, { mayBeStored });
   },
   // A window the service describes impossibly fails alone, with its numbers; the next is read.
   failsAlone: (error) => error instanceof WindowIncompleteError || error instanceof PageLimitError,
@@ -268,9 +271,10 @@ async function readAndComplete(
   window: SlotWindow,
   loader: BatchLoader,
   commit: UnitCommit,
+  options: BufferOptions,
 ): Promise<void> {
   commit.queueWindowChange({ kind: 'running', window, runId: context.runId });
-  const read = await readTrunkCallWindowFully(context, window, loader);
+  const read = await readTrunkCallWindowFully(context, window, loader, options);
   queueCompletion(context, window, commit, {
     totalCount: read.total,
     readAt: formatIsoMicros(context.now()),
@@ -333,7 +337,7 @@ async function probeWindow(
         { window: describeWindow(window) },
         'calls arrived late in a window already read; reading it again',
       );
-      await readAndComplete(context, window, loader, commit);
+      await readAndComplete(context, window, loader, commit, { mayBeStored: true });
       return;
     }
     case 'read-all':
@@ -341,7 +345,7 @@ async function probeWindow(
         { window: describeWindow(window), stored: entry.totalCount, service: total },
         'the service count of a window already read changed; reading it again',
       );
-      await readAndComplete(context, window, loader, commit);
+      await readAndComplete(context, window, loader, commit, { mayBeStored: true });
       return;
   }
 }

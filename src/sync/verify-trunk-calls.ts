@@ -2,11 +2,10 @@ import type { RequestOptions } from '../api/transport.js';
 import type { TelephonyClient } from '../api/telephony-client.js';
 import { LockBusyError, withAdvisoryLock } from '../db/advisory-lock.js';
 import type { Database } from '../db/connect.js';
+import { findStoredDays, type StoredDay } from '../db/repositories/coverage-repository.js';
 import {
-  findStoredDays,
   findVerifiedTotals,
   upsertDayVerifications,
-  type StoredDay,
   type VerifiedTotals,
 } from '../db/repositories/day-verifications-repository.js';
 import {
@@ -100,14 +99,16 @@ export async function verifyTrunkCalls(
       const stored =
         first === undefined || last === undefined
           ? new Map<string, StoredDay>()
-          : await findStoredDays(deps.database.db, accountId, first.start, last.end);
+          : ((await findStoredDays(deps.database.db, [accountId], first.start, last.end)).get(
+              accountId,
+            ) ?? new Map<string, StoredDay>());
       const compared: VerifiedDay[] = days.map((day, index) => {
         const mine = stored.get(day.day);
         const comparison: DayComparison = {
           ...day,
           serviceCount: counts[index] ?? 0,
-          storedCount: mine?.count ?? 0,
-          storedAmount: mine?.amount ?? '0',
+          storedCount: mine?.rows ?? 0,
+          storedAmount: mine?.billedAmount ?? '0',
           billedSeconds: mine?.billedSeconds ?? 0,
         };
         return { ...comparison, result: verifyResult(comparison) };

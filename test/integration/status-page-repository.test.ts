@@ -38,12 +38,19 @@ function slot(
   };
 }
 
-function call(accountId: string, uuid: string, endTime: string, amount: string | null = null) {
+function call(
+  accountId: string,
+  uuid: string,
+  endTime: string,
+  amount: string | null = null,
+  billedSeconds: number | null = null,
+) {
   return {
     account_id: accountId,
     call_uuid: uuid,
     end_time: endTime,
     total_amount: amount,
+    billed_duration: billedSeconds,
     raw: '{}',
   };
 }
@@ -71,11 +78,11 @@ beforeAll(async () => {
     .values([
       // Stored by a read when the cut-off was older: before the 11:00 the ledger now counts from.
       call(ACCOUNT, 'c0', '2026-08-26 09:00:00+00:00'),
-      call(ACCOUNT, 'c1', '2026-08-26 13:00:00+00:00', '1234.56789'),
-      call(ACCOUNT, 'c2', '2026-08-26 23:59:59.999999+00:00', '0.00001'),
+      call(ACCOUNT, 'c1', '2026-08-26 13:00:00+00:00', '1234.56789', 60),
+      call(ACCOUNT, 'c2', '2026-08-26 23:59:59.999999+00:00', '0.00001', 30),
       // 22:00 at -04:00 is the next UTC day.
       call(ACCOUNT, 'c3', '2026-08-26 22:00:00-04:00'),
-      call(ACCOUNT, 'c4', '2026-08-27 10:00:00+00:00'),
+      call(ACCOUNT, 'c4', '2026-08-27 10:00:00+00:00', null, 45),
       call(ACCOUNT, 'c5', '2026-08-27 23:00:00+00:00'),
       // Today: after the strip.
       call(ACCOUNT, 'c6', '2026-11-24 01:00:00+00:00'),
@@ -164,15 +171,15 @@ describe('the coverage repository', () => {
     ).toEqual({ [ACCOUNT]: '2026-05-01T00:00:00Z', [OTHER]: '2026-08-27T00:00:00Z' });
   });
 
-  it('counts the rows stored and sums the billed amount per UTC day of end_time, within the strip only', async () => {
+  it('counts the rows stored and sums the billed amount and seconds per UTC day of end_time, within the strip only', async () => {
     const stored = await findStoredDays(handle.database.db, [ACCOUNT, OTHER], STRIP_FROM, STRIP_TO);
     expect(Object.fromEntries(stored.get(ACCOUNT) ?? [])).toEqual({
       // Exact: numeric summed in the database, returned as text.
-      '2026-08-26': { rows: 3, billedAmount: '1234.56790' },
-      '2026-08-27': { rows: 3, billedAmount: '0' },
+      '2026-08-26': { rows: 3, billedAmount: '1234.56790', billedSeconds: 90 },
+      '2026-08-27': { rows: 3, billedAmount: '0', billedSeconds: 45 },
     });
     expect(Object.fromEntries(stored.get(OTHER) ?? [])).toEqual({
-      '2026-08-27': { rows: 1, billedAmount: '0' },
+      '2026-08-27': { rows: 1, billedAmount: '0', billedSeconds: 0 },
     });
   });
 });

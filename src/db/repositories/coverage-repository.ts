@@ -74,11 +74,15 @@ export interface StoredDay {
   readonly rows: number;
   /** The exact sum of total_amount, decimal text ("0" for a day without amounts). */
   readonly billedAmount: string;
+  /** The sum of billed_duration. */
+  readonly billedSeconds: number;
 }
 
 /**
  * trunk_calls rows stored per account and UTC day of end_time (`YYYY-MM-DD`), for end times in
- * `[from, to)`, with the day's billed amount: the side of the nightly reconciliation that is ours.
+ * `[from, to)`, with the day's billed amount and seconds: the side of the nightly reconciliation
+ * that is ours, for the status page and `telesync verify`. One indexed scan; the edges of the
+ * range cut the first and last day, as verify compares them.
  */
 export async function findStoredDays(
   db: Kysely<Tables>,
@@ -98,6 +102,7 @@ export async function findStoredDays(
       day.as('day'),
       sql<number>`count(*)`.as('n'),
       sql<string>`coalesce(sum(total_amount), 0)::text`.as('amount'),
+      sql<number>`coalesce(sum(billed_duration), 0)::bigint`.as('billed'),
     ])
     .where('account_id', 'in', accountIds)
     .where('end_time', '>=', formatIsoMicros(from))
@@ -105,7 +110,11 @@ export async function findStoredDays(
     .groupBy(['account_id', day])
     .execute();
   for (const row of rows)
-    byAccount.get(row.account_id)?.set(row.day, { rows: Number(row.n), billedAmount: row.amount });
+    byAccount.get(row.account_id)?.set(row.day, {
+      rows: Number(row.n),
+      billedAmount: row.amount,
+      billedSeconds: Number(row.billed),
+    });
   return byAccount;
 }
 

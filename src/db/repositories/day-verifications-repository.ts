@@ -4,50 +4,10 @@ import { formatIsoMicros, toEpochMicros, type EpochMicros } from '../../util/mic
 import type { Tables } from '../schema.js';
 
 /**
- * The warehouse's side of `telesync verify` (the rows stored per UTC day) and the verifications it
- * keeps in day_verifications, for verify's summary, status, state show, the status page and
- * /metrics.
+ * The verifications `telesync verify` keeps in day_verifications, for verify's summary, status,
+ * state show, the status page and /metrics (the rows stored per day: findStoredDays in
+ * coverage-repository.ts).
  */
-
-/** What is stored of one UTC day. */
-export interface StoredDay {
-  readonly count: number;
-  /** The exact sum of total_amount, decimal text. */
-  readonly amount: string;
-  readonly billedSeconds: number;
-}
-
-/**
- * trunk_calls rows of `accountId` with an end_time in `[from, to)`, per UTC day (`YYYY-MM-DD`):
- * one indexed scan. The edges of the range cut the first and last day, as verify compares them.
- */
-export async function findStoredDays(
-  db: Kysely<Tables>,
-  accountId: string,
-  from: EpochMicros,
-  to: EpochMicros,
-): Promise<Map<string, StoredDay>> {
-  const day = sql<string>`to_char(end_time AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
-  const rows = await db
-    .selectFrom('trunk_calls')
-    .select([
-      day.as('day'),
-      sql<number>`count(*)`.as('n'),
-      sql<string>`coalesce(sum(total_amount), 0)::text`.as('amount'),
-      sql<number>`coalesce(sum(billed_duration), 0)::bigint`.as('billed'),
-    ])
-    .where('account_id', '=', accountId)
-    .where('end_time', '>=', formatIsoMicros(from))
-    .where('end_time', '<', formatIsoMicros(to))
-    .groupBy(day)
-    .execute();
-  return new Map(
-    rows.map((row) => [
-      row.day,
-      { count: Number(row.n), amount: row.amount, billedSeconds: Number(row.billed) },
-    ]),
-  );
-}
 
 /** Records what verify found for each of `days` of `accountId`, replacing earlier findings. */
 export async function upsertDayVerifications(

@@ -160,8 +160,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   let equalPriority: MultiAccountRun;
   const niceRuns: MultiAccountRun[] = [];
   const tunedRuns: MultiAccountRun[] = [];
-  let tunedAreDefaults = false;
-  let tunedDescription = '';
+  let tuned: TunedSettings;
   try {
     const dataset = await verifiedDataset(wideSimulator, wide[0]!);
     // The oracle is a pure function of the dataset, so the COPY limit can load as many rows as
@@ -191,11 +190,11 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
         `the simulator's niceness is ${niceness} after asking for ${WIDE_SIMULATOR_NICENESS}`,
       );
     }
-    const tuned = tunedSettings(copyBefore, ceilingRowsPerSecond, wideAccounts);
+    const worked = tunedSettings(copyBefore, ceilingRowsPerSecond, wideAccounts);
+    tuned = worked;
     // Settings the rule works out that are the defaults already are not run twice: the pairs
     // would compare a configuration with itself, and measure only the machine's drift.
-    tunedAreDefaults = sameAsDefaults(tuned, wideAccounts);
-    tunedDescription = `${tuned.accountConcurrency} at once, ${tuned.loadConnections} connections`;
+    const runTunedToo = !sameAsDefaults(worked, wideAccounts);
     for (let round = 1; round <= WIDE_NICE_RUNS; round++) {
       const name = `${wideAccounts} accounts, simulator at nice ${WIDE_SIMULATOR_NICENESS}`;
       const runDefaults = () =>
@@ -214,10 +213,10 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
           wideSimulator,
           dataset,
           wide,
-          `${name}, tuned (${tuned.accountConcurrency} at once, ${tuned.loadConnections} connections), run ${round}/${WIDE_NICE_RUNS}`,
-          tuned,
+          `${name}, tuned (${describeTuned(worked)}), run ${round}/${WIDE_NICE_RUNS}`,
+          worked,
         );
-      if (tunedAreDefaults) {
+      if (!runTunedToo) {
         niceRuns.push(await runDefaults());
       } else if (round % 2 === 1) {
         niceRuns.push(await runDefaults());
@@ -252,9 +251,12 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   const defaultsOverTuned = tunedRuns.map((tunedRun, index) =>
     round(niceRuns[index]!.rowsPerSecond / tunedRun.rowsPerSecond, 3),
   );
+  // No tuned run: the worked-out settings were the defaults.
+  const tunedAreDefaults = tunedRuns.length === 0;
+  const tunedDescription = describeTuned(tuned);
   const tunedMedian = medianBy(tunedRuns, (run) => run.rowsPerSecond);
   const tunedComparison = tunedAreDefaults
-    ? `the settings an operator had to work out before (TELESYNC_ACCOUNT_CONCURRENCY twice the COPY limit ÷ ${formatInteger(ceilingRowsPerSecond)}, TELESYNC_LOAD_CONNECTIONS the connections the limit was best on) are the defaults here (${tunedDescription}), so they are not run again`
+    ? `The settings an operator had to work out before (TELESYNC_ACCOUNT_CONCURRENCY twice the COPY limit ÷ ${formatInteger(ceilingRowsPerSecond)}, TELESYNC_LOAD_CONNECTIONS the connections the limit was best on) are the defaults here (${tunedDescription}), so they are not run again`
     : `Beside each of the ${wideAccounts}-account runs at nice ${WIDE_SIMULATOR_NICENESS}, alternated with it, the same backfill with the settings an operator had to work out before (TELESYNC_ACCOUNT_CONCURRENCY twice the COPY limit ÷ ${formatInteger(ceilingRowsPerSecond)}, TELESYNC_LOAD_CONNECTIONS the connections the limit was best on; ${tunedDescription}): defaults ÷ tuned rows/s ${defaultsOverTuned.map((ratio) => `${ratio}×`).join(', ')}; CPU µs a row (telesync / PostgreSQL / simulator) ${formatCpuPerRow(many)} with the defaults against ${tunedMedian === undefined ? 'none' : formatCpuPerRow(tunedMedian)} tuned (median runs)`;
   return {
     name: 'multi-account',
@@ -366,7 +368,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
     ],
     tables: [{ title: 'Runs', table: runsTable(runs, ceilingRowsPerSecond) }],
     notes: [
-      `${tunedComparison[0]!.toUpperCase()}${tunedComparison.slice(1)}. Ten accounts ÷ one account by pair: ${pairs.map((pair) => `${pair.ratio}×`).join(', ')}; CPU µs a row ${formatCpuPerRow(ten)} for ten, ${formatCpuPerRow(alone)} for one (the median pair).`,
+      `${tunedComparison}. Ten accounts ÷ one account by pair: ${pairs.map((pair) => `${pair.ratio}×`).join(', ')}; CPU µs a row ${formatCpuPerRow(ten)} for ten, ${formatCpuPerRow(alone)} for one (the median pair).`,
       `telesync ran with TELESYNC_REQUEST_BUDGET=${rateLimit} and TELESYNC_REQUEST_SHARE=${settings.throttledSharePercent}% per account, and its defaults for the rest: TELESYNC_ACCOUNT_CONCURRENCY unset (auto: every account, within what memory allows at the default batch size; ${formatInteger(alone.accountsAtOnce)}, ${formatInteger(ten.accountsAtOnce)} and ${formatInteger(many.accountsAtOnce)} at once here) and TELESYNC_LOAD_CONNECTIONS unset (${CONFIG_DEFAULTS.loadConnections}). The COPY limit below is measured on 1, 2 and 4 connections and the best is the bound, whatever the runs wrote through.`,
       `The ${wideAccounts} accounts run twice against the same simulator: first with it at the same priority as telesync and PostgreSQL (${formatInteger(equalPriority.rowsPerSecond)} rows/s, ${formatPercent(equalPriorityShare)} of the bound${equalPriorityFullUse === null ? '' : `, ${formatPercent(equalPriorityFullUse / wideBound)} at full use`}), then with it at nice ${WIDE_SIMULATOR_NICENESS}, ${WIDE_NICE_RUNS} times (the target takes the median run: ${niceRuns.map((run) => formatPercent(run.rowsPerSecond / wideBound)).join(', ')}). The simulator stands in for a service whose CPU is on other machines; at equal priority on this machine's cores it delays telesync's event loop, and with it the answers the loading sessions wait for (docs/scaling.md). It serves every request either way, and the 429s and requests per 5 s are still its counts. It renders every account's calls at start (telesync simulate --prerender) and serves pages from those bytes: the same pages for about half its CPU (docs/scaling.md, "The simulator's share of the machine").`,
       `The COPY limit is measured before the ${wideAccounts}-account runs (${formatInteger(copyBefore.rowsPerSecond)} rows/s, best of ${copyBefore.loads.map((load) => `${formatInteger(load.rowsPerSecond)} on ${load.lanes}`).join(', ')} lane(s)) and again after them on ${copyBefore.bestLanes} lane(s) (${formatInteger(copyAfter.rowsPerSecond)}); the bound uses their mean (${formatInteger(copyLimitRowsPerSecond)}), the machine's limit while the runs ran.`,
@@ -386,6 +388,10 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
 export interface TunedSettings {
   readonly accountConcurrency: number;
   readonly loadConnections: number;
+}
+
+function describeTuned(tuned: TunedSettings): string {
+  return `${tuned.accountConcurrency} at once, ${tuned.loadConnections} connections`;
 }
 
 /** Whether `tuned` is what telesync uses for `accounts` accounts with nothing set. */

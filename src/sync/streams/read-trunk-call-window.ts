@@ -111,7 +111,7 @@ function bufferPage(
   const { rejects } = bufferRecords(context, asked, inWindow, loader, seen, options);
   if (overLimit) {
     const extra = records.slice(PAGE_LIMIT_MAX);
-    bufferRecords(context, extra, rejectBeyondLimit(PAGE_LIMIT_MAX), loader, undefined, options);
+    bufferRecords(context, extra, rejectBeyondLimit(PAGE_LIMIT_MAX), loader);
     context.log.warn(
       { window: describeWindow(window), records: records.length, limit: PAGE_LIMIT_MAX },
       `a page held ${records.length} records for a limit of ${PAGE_LIMIT_MAX}: the ${extra.length} past the limit were quarantined`,

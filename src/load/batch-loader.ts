@@ -100,13 +100,21 @@ export interface LoadBatching {
 }
 
 /**
+ * Lanes of a run alone, at most. Every index of a data table leads with account_id, so one run's
+ * lanes insert into the same leaf pages and contend for them: past two, more lanes cost the server
+ * CPU a row rather than add rows (docs/performance.md). And an account read within the service's
+ * budget brings at most 1,200 rows a second, which one lane writes many times over.
+ */
+export const MAX_LANES_OF_A_RUN_ALONE = 2;
+
+/**
  * Lanes of each run when `runsAtOnce` runs load side by side through a gate of `connections`: a run
- * alone uses every connection (PostgreSQL runs one backend per connection on one core, so with one
- * lane the database side of a backfill is one core at most); runs side by side already keep the
- * connections busy, and more lanes would only split every transaction.
+ * alone uses two (PostgreSQL runs one backend per connection on one core, so with one lane the
+ * database side of an unthrottled backfill is one core at most); runs side by side already keep
+ * the connections busy, and more lanes would only split every transaction.
  */
 export function loadLanesFor(runsAtOnce: number, connections: number): number {
-  return runsAtOnce > 1 ? 1 : connections;
+  return runsAtOnce > 1 ? 1 : Math.min(connections, MAX_LANES_OF_A_RUN_ALONE);
 }
 
 /**

@@ -310,9 +310,11 @@ describe('BatchLoader', () => {
     expect(target.stats).toMatchObject({ recordsUpserted: 5, recordsRejected: 3 });
   });
 
-  it('runs side by side load on one lane each; one run alone on every connection of the gate', () => {
+  it('runs side by side load on one lane each; one run alone on two, or on the one connection of the gate', () => {
+    expect(loadLanesFor(1, 1)).toBe(1);
     expect(loadLanesFor(1, 2)).toBe(2);
-    expect(loadLanesFor(1, 4)).toBe(4);
+    expect(loadLanesFor(1, 4)).toBe(2);
+    expect(loadLanesFor(1, 8)).toBe(2);
     expect(loadLanesFor(2, 2)).toBe(1);
     expect(loadLanesFor(32, 2)).toBe(1);
   });

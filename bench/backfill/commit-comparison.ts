@@ -40,6 +40,15 @@ export interface CommitRatios {
   readonly allPostgresCpuPerRow: number | null;
   readonly rowsPerSecond: number | null;
   readonly rowsPerMachineCpuSecond: number | null;
+  /**
+   * current ÷ ref of each party's CPU a row over the simulator's in the same run, the median over
+   * the alternated pairs (null without a pair that has every figure). The simulator runs the same
+   * code and serves the same requests in every run, so its CPU a row shows how fast the machine was
+   * during that run: on a shared machine it moves by a quarter between runs minutes apart, and this
+   * ratio takes that movement out. Shown beside the targets, which stay on the plain CPU a row.
+   */
+  readonly telesyncCpuPerRowOverSimulator: number | null;
+  readonly postgresCpuPerRowOverSimulator: number | null;
 }
 
 /** The target: each party's CPU per stored row at most this share of the ref's. */
@@ -55,7 +64,11 @@ export function sideFigures(runs: readonly ComparisonRun[], side: Side): SideFig
   };
 }
 
-export function commitRatios(ref: SideFigures, current: SideFigures): CommitRatios {
+export function commitRatios(
+  ref: SideFigures,
+  current: SideFigures,
+  runs: readonly ComparisonRun[] = [],
+): CommitRatios {
   return {
     telesyncCpuPerRow: ratioOf(current.cpuPerRow.telesyncUs, ref.cpuPerRow.telesyncUs),
     postgresCpuPerRow: ratioOf(current.cpuPerRow.ownPostgresUs, ref.cpuPerRow.ownPostgresUs),
@@ -65,7 +78,36 @@ export function commitRatios(ref: SideFigures, current: SideFigures): CommitRati
       current.cpuPerRow.rowsPerMachineCpuSecond,
       ref.cpuPerRow.rowsPerMachineCpuSecond,
     ),
+    telesyncCpuPerRowOverSimulator: pairedRatioOverSimulator(runs, (row) => row.telesyncUs),
+    postgresCpuPerRowOverSimulator: pairedRatioOverSimulator(runs, (row) => row.ownPostgresUs),
   };
+}
+
+/**
+ * For each run number both sides have: (current's figure ÷ its simulator's) ÷ (ref's ÷ its
+ * simulator's); the median of those.
+ */
+function pairedRatioOverSimulator(
+  runs: readonly ComparisonRun[],
+  figure: (row: CpuPerRow) => number | null,
+): number | null {
+  const overSimulator = (run: ComparisonRun | undefined): number | null => {
+    if (run === undefined) return null;
+    const row = cpuPerRow(run.endToEnd.rows, run.endToEnd.cpu);
+    const value = figure(row);
+    return value === null || row.simulatorUs === null || row.simulatorUs === 0
+      ? null
+      : value / row.simulatorUs;
+  };
+  const ratios: number[] = [];
+  for (const run of new Set(runs.map((each) => each.run))) {
+    const ratio = ratioOf(
+      overSimulator(runs.find((each) => each.run === run && each.side === 'current')),
+      overSimulator(runs.find((each) => each.run === run && each.side === 'ref')),
+    );
+    if (ratio !== null) ratios.push(ratio);
+  }
+  return ratios.length === 0 ? null : round(median(ratios), 3);
 }
 
 export interface ComparisonResults {
@@ -154,6 +196,16 @@ function mediansTable(
         '',
         formatPercent(ratios.rowsPerMachineCpuSecond),
       ],
+      [
+        `current ÷ ${refName}, each over its simulator (median of the pairs)`,
+        '',
+        '',
+        formatPercent(ratios.telesyncCpuPerRowOverSimulator),
+        formatPercent(ratios.postgresCpuPerRowOverSimulator),
+        '',
+        '',
+        '',
+      ],
     ],
   };
 }
@@ -163,7 +215,7 @@ export function buildComparisonReport(results: ComparisonResults): BenchmarkRepo
   const refName = results.ref.name;
   const ref = sideFigures(runs, 'ref');
   const current = sideFigures(runs, 'current');
-  const ratios = commitRatios(ref, current);
+  const ratios = commitRatios(ref, current, runs);
   const basis = `medians of ${current.runs} + ${ref.runs} alternated runs`;
   const targets = [
     checkTarget({
@@ -190,6 +242,7 @@ export function buildComparisonReport(results: ComparisonResults): BenchmarkRepo
     `${refName} is ${results.ref.commit} ("${results.ref.subject}"), run from a detached git worktree with its own bin/telesync, its own \`telesync migrate\` of each fresh schema, and the same environment as the current code.`,
     `Each run is \`telesync backfill --days ${BACKFILL_DAYS}\` of the same simulator data into a fresh schema, every stored row checked against the simulator's count; the commits alternate (${runs.map((run) => (run.side === 'ref' ? 'A' : 'B')).join('')}, A = ${refName}).`,
     'CPU per row: CPU seconds during the backfill ÷ rows stored. "postgres (own backends)" counts the backends serving telesync\'s own connections (client ports mapped to backend pids through pg_stat_activity, sampled through the run); "postgres (all)" every postgres process on the machine. The ratios are of the medians; rows/s is wall-time throughput, start-up included.',
+    "The simulator runs the same code and serves the same requests in every run, so its CPU a row shows how fast the machine was in that run; the last line of the medians table divides each party's CPU a row by it, run by run, and gives the median of the pairs' ratios (beside the targets, which are judged on the plain medians).",
   ];
   return {
     name: 'backfill-throughput',

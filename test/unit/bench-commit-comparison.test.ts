@@ -18,13 +18,13 @@ function settings(argv: string[]): BenchSettings {
   return parsed;
 }
 
-function cpu(telesync: number, ownPostgres: number, machine: number): CpuBreakdown {
+function cpu(telesync: number, ownPostgres: number, machine: number, simulator = 1): CpuBreakdown {
   return {
     wallSeconds: 10,
     capacitySeconds: 20,
     machineBusySeconds: machine,
     childSeconds: telesync,
-    simulatorSeconds: 1,
+    simulatorSeconds: simulator,
     postgresSeconds: ownPostgres + 1,
     ownPostgresSeconds: ownPostgres,
     ownBackends: 3,
@@ -33,7 +33,13 @@ function cpu(telesync: number, ownPostgres: number, machine: number): CpuBreakdo
   };
 }
 
-function run(index: number, side: Side, telesync: number, postgres: number): ComparisonRun {
+function run(
+  index: number,
+  side: Side,
+  telesync: number,
+  postgres: number,
+  simulator = 1,
+): ComparisonRun {
   const endToEnd: EndToEndRun = {
     rows: 100_000,
     wallMs: 10_000,
@@ -46,7 +52,7 @@ function run(index: number, side: Side, telesync: number, postgres: number): Com
     peakRssBytes: null,
     rssQuarterPeaksBytes: [],
     rssGrowth: null,
-    cpu: cpu(telesync, postgres, 16),
+    cpu: cpu(telesync, postgres, 16, simulator),
     coveredFrom: '2026-08-29T00:00:00.000000Z',
     coveredTo: '2026-11-27T00:00:00.000000Z',
   };
@@ -127,5 +133,33 @@ describe('--against (benchmark 1 against another commit)', () => {
       ["telesync CPU per stored row ÷ b6c48bd's", 0.545, true],
       ["PostgreSQL CPU per stored row ÷ b6c48bd's (own backends)", 0.55, true],
     ]);
+  });
+
+  it('also divides each run by its simulator, pair by pair, to take out how the machine drifted', () => {
+    // The machine runs at half speed during pair 2 and again during the current side of pair 3:
+    // every process's CPU a row doubles then, the simulator's included.
+    const runs = [
+      run(1, 'ref', 2.0, 4.0, 1),
+      run(1, 'current', 1.6, 3.0, 1),
+      run(2, 'ref', 4.0, 8.0, 2),
+      run(2, 'current', 3.2, 6.0, 2),
+      run(3, 'ref', 2.0, 4.0, 1),
+      run(3, 'current', 3.2, 6.0, 2),
+    ];
+    const ratios = commitRatios(sideFigures(runs, 'ref'), sideFigures(runs, 'current'), runs);
+    // The plain medians see the drift: 32 µs against 20.
+    expect(ratios.telesyncCpuPerRow).toBe(1.6);
+    expect(ratios.telesyncCpuPerRowOverSimulator).toBe(0.8);
+    expect(ratios.postgresCpuPerRowOverSimulator).toBe(0.75);
+    // A pair without its other half, or without the simulator's figure, counts for nothing.
+    expect(
+      commitRatios(sideFigures(runs, 'ref'), sideFigures(runs, 'current'))
+        .telesyncCpuPerRowOverSimulator,
+    ).toBeNull();
+    const lone = [run(1, 'ref', 2, 4, 1), run(2, 'current', 1, 2, 1)];
+    expect(
+      commitRatios(sideFigures(lone, 'ref'), sideFigures(lone, 'current'), lone)
+        .postgresCpuPerRowOverSimulator,
+    ).toBeNull();
   });
 });

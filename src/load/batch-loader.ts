@@ -105,7 +105,7 @@ export interface LoadBatching {
  * CPU a row rather than add rows (docs/performance.md). And an account read within the service's
  * budget brings at most 1,200 rows a second, which one lane writes many times over.
  */
-export const MAX_LANES_OF_A_RUN_ALONE = 2;
+const MAX_LANES_OF_A_RUN_ALONE = 2;
 
 /**
  * Lanes of each run when `runsAtOnce` runs load side by side through a gate of `connections`: a run

@@ -190,11 +190,10 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
         `the simulator's niceness is ${niceness} after asking for ${WIDE_SIMULATOR_NICENESS}`,
       );
     }
-    const worked = tunedSettings(copyBefore, ceilingRowsPerSecond, wideAccounts);
-    tuned = worked;
+    tuned = tunedSettings(copyBefore, ceilingRowsPerSecond, wideAccounts);
     // Settings the rule works out that are the defaults already are not run twice: the pairs
     // would compare a configuration with itself, and measure only the machine's drift.
-    const runTunedToo = !sameAsDefaults(worked, wideAccounts);
+    const runTunedToo = !sameAsDefaults(tuned, wideAccounts);
     for (let round = 1; round <= WIDE_NICE_RUNS; round++) {
       const name = `${wideAccounts} accounts, simulator at nice ${WIDE_SIMULATOR_NICENESS}`;
       const runDefaults = () =>
@@ -213,8 +212,8 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
           wideSimulator,
           dataset,
           wide,
-          `${name}, tuned (${describeTuned(worked)}), run ${round}/${WIDE_NICE_RUNS}`,
-          worked,
+          `${name}, tuned (${describeTuned(tuned)}), run ${round}/${WIDE_NICE_RUNS}`,
+          tuned,
         );
       if (!runTunedToo) {
         niceRuns.push(await runDefaults());

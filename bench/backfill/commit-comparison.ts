@@ -67,7 +67,7 @@ export function sideFigures(runs: readonly ComparisonRun[], side: Side): SideFig
 export function commitRatios(
   ref: SideFigures,
   current: SideFigures,
-  runs: readonly ComparisonRun[] = [],
+  runs: readonly ComparisonRun[],
 ): CommitRatios {
   return {
     telesyncCpuPerRow: ratioOf(current.cpuPerRow.telesyncUs, ref.cpuPerRow.telesyncUs),

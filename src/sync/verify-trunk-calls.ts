@@ -96,14 +96,14 @@ export async function verifyTrunkCalls(
       const first = days[0];
       const last = days.at(-1);
       // Counted after the service answered: a window a sync completes meanwhile is then stored.
-      const stored =
+      const stored: ReadonlyMap<string, StoredDay> | undefined =
         first === undefined || last === undefined
-          ? new Map<string, StoredDay>()
-          : ((await findStoredDays(deps.database.db, [accountId], first.start, last.end)).get(
+          ? undefined
+          : (await findStoredDays(deps.database.db, [accountId], first.start, last.end)).get(
               accountId,
-            ) ?? new Map<string, StoredDay>());
+            );
       const compared: VerifiedDay[] = days.map((day, index) => {
-        const mine = stored.get(day.day);
+        const mine = stored?.get(day.day);
         const comparison: DayComparison = {
           ...day,
           serviceCount: counts[index] ?? 0,

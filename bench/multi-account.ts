@@ -20,6 +20,7 @@ import {
   formatMb,
   formatPercent,
   formatSeconds,
+  judgedOnFullRunsOnly,
   MB,
   type BenchmarkReport,
   type Table,
@@ -257,6 +258,29 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
   const tunedComparison = tunedAreDefaults
     ? `The settings an operator had to work out before (TELESYNC_ACCOUNT_CONCURRENCY twice the COPY limit ÷ ${formatInteger(ceilingRowsPerSecond)}, TELESYNC_LOAD_CONNECTIONS the connections the limit was best on) are the defaults here (${tunedDescription}), so they are not run again`
     : `Beside each of the ${wideAccounts}-account runs at nice ${WIDE_SIMULATOR_NICENESS}, alternated with it, the same backfill with the settings an operator had to work out before (TELESYNC_ACCOUNT_CONCURRENCY twice the COPY limit ÷ ${formatInteger(ceilingRowsPerSecond)}, TELESYNC_LOAD_CONNECTIONS the connections the limit was best on; ${tunedDescription}): defaults ÷ tuned rows/s ${defaultsOverTuned.map((ratio) => `${ratio}×`).join(', ')}; CPU µs a row (telesync / PostgreSQL / simulator) ${formatCpuPerRow(many)} with the defaults against ${tunedMedian === undefined ? 'none' : formatCpuPerRow(tunedMedian)} tuned (median runs)`;
+  const wideShareTarget = checkTarget({
+    id: 'multi-account-wide-share',
+    description: `${wideAccounts} accounts (simulator at nice ${WIDE_SIMULATOR_NICENESS}): share of min(${wideAccounts} × ${formatInteger(ceilingRowsPerSecond)}, COPY ${formatInteger(copyLimitRowsPerSecond)}) rows/s`,
+    measured: wideShare,
+    unit: 'ratio',
+    comparator: '>=',
+    threshold: WIDE_SHARE_TARGET,
+    basis: `median of ${WIDE_NICE_RUNS} runs`,
+  });
+  const defaultsOverTunedTarget = checkTarget({
+    id: 'multi-account-wide-defaults-over-tuned',
+    description: `${wideAccounts} accounts: defaults ÷ tuned rows/s`,
+    // The same settings reach the same rows/s: met by what the defaults resolve to.
+    measured: tunedAreDefaults ? DEFAULTS_OVER_TUNED_TARGET : median(defaultsOverTuned),
+    unit: '×',
+    comparator: '>=',
+    threshold: DEFAULTS_OVER_TUNED_TARGET,
+    basis: tunedAreDefaults
+      ? `the worked-out settings are the defaults (${tunedDescription})`
+      : `median of the ${defaultsOverTuned.length} alternated pairs (${defaultsOverTuned.map((ratio) => `${ratio}×`).join(', ')})`,
+  });
+  // Start-up-dominated on a quick run: both judged on full runs only (see the notes).
+  const wideTargets = [wideShareTarget, defaultsOverTunedTarget];
   return {
     name: 'multi-account',
     title: `7. Accounts side by side — ${rateLimit} per account, ${BACKFILL_DAYS} days`,
@@ -334,27 +358,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
         threshold: limitRequests,
         basis: 'worst account of every run',
       }),
-      checkTarget({
-        id: 'multi-account-wide-share',
-        description: `${wideAccounts} accounts (simulator at nice ${WIDE_SIMULATOR_NICENESS}): share of min(${wideAccounts} × ${formatInteger(ceilingRowsPerSecond)}, COPY ${formatInteger(copyLimitRowsPerSecond)}) rows/s`,
-        measured: wideShare,
-        unit: 'ratio',
-        comparator: '>=',
-        threshold: WIDE_SHARE_TARGET,
-        basis: `median of ${WIDE_NICE_RUNS} runs`,
-      }),
-      checkTarget({
-        id: 'multi-account-wide-defaults-over-tuned',
-        description: `${wideAccounts} accounts: defaults ÷ tuned rows/s`,
-        // The same settings reach the same rows/s: met by what the defaults resolve to.
-        measured: tunedAreDefaults ? DEFAULTS_OVER_TUNED_TARGET : median(defaultsOverTuned),
-        unit: '×',
-        comparator: '>=',
-        threshold: DEFAULTS_OVER_TUNED_TARGET,
-        basis: tunedAreDefaults
-          ? `the worked-out settings are the defaults (${tunedDescription})`
-          : `median of the ${defaultsOverTuned.length} alternated pairs (${defaultsOverTuned.map((ratio) => `${ratio}×`).join(', ')})`,
-      }),
+      ...(settings.mode === 'full' ? wideTargets : []),
       checkTarget({
         id: 'multi-account-peak-rss',
         description: 'peak RSS of the telesync process',
@@ -375,6 +379,14 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       `Rows/s is rows stored ÷ wall time of the whole command, start-up included. The ceiling is accounts × ${formatInteger(ceilingRowsPerSecond)} rows/s (${limitRequests} requests per ${windowSeconds} s × ${PAGE_ROWS} rows a page). 429s and requests per ${windowSeconds} s are the simulator's counts.`,
       `The closest any account came to the service's published budget: ${LOAD_WINDOW_REQUESTS + 1} of its requests arrived within ${tightestSpanMs === null ? '(no account made that many)' : `${formatInteger(tightestSpanMs)} ms`} at the simulator (more than ${formatInteger(LOAD_WINDOW_MS)} ms keeps ${LOAD_WINDOW_REQUESTS} per ${LOAD_WINDOW_MS / 1000} s; telesync's limiter spaces each window's starts over the window and an allowance for arrivals lagging their starts).`,
       `Rows are checked per account against the simulator's data (an oracle per account rebuilt from its dataset, checked against the running simulator first) over the range each account's backfill covered, and against the sum of records_upserted.`,
+      ...(settings.mode === 'quick'
+        ? wideTargets.map((target) =>
+            judgedOnFullRunsOnly(
+              target,
+              `${wideAccounts} accounts of ${formatInteger(wideCallsPerAccount)} calls are read in a second or two, mostly start-up, against the service's steady pace`,
+            ),
+          )
+        : []),
     ],
   };
 }

@@ -125,6 +125,14 @@ export function formatThreshold(target: TargetCheck): string {
   return `${target.comparator === '>=' ? '≥' : '≤'} ${formatMeasured(value)}`;
 }
 
+/**
+ * What a quick run says of a target it is too small to judge (`why`: what makes it so), in place
+ * of a result: its figure would judge start-up and warm-up, not telesync's steady pace.
+ */
+export function judgedOnFullRunsOnly(target: TargetCheck, why: string): string {
+  return `Judged on full runs only: ${target.description}, required ${formatThreshold(target)}, measured ${formatMeasured(target)} in this quick run; ${why}.`;
+}
+
 /** A plain-text table with aligned columns (numbers to the right). */
 export function renderTextTable(table: Table): string {
   const widths = table.headers.map((header, column) =>

@@ -279,8 +279,12 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       ? `the worked-out settings are the defaults (${tunedDescription})`
       : `median of the ${defaultsOverTuned.length} alternated pairs (${defaultsOverTuned.map((ratio) => `${ratio}×`).join(', ')})`,
   });
-  // Start-up-dominated on a quick run: both judged on full runs only (see the notes).
-  const wideTargets = [wideShareTarget, defaultsOverTunedTarget];
+  // Start-up-dominated on a quick run.
+  const wideJudged = judgedOnFullRunsOnly(
+    settings.mode,
+    [wideShareTarget, defaultsOverTunedTarget],
+    `${wideAccounts} accounts of ${formatInteger(wideCallsPerAccount)} calls are read in a second or two, mostly start-up, against the service's steady pace`,
+  );
   return {
     name: 'multi-account',
     title: `7. Accounts side by side — ${rateLimit} per account, ${BACKFILL_DAYS} days`,
@@ -358,7 +362,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
         threshold: limitRequests,
         basis: 'worst account of every run',
       }),
-      ...(settings.mode === 'full' ? wideTargets : []),
+      ...wideJudged.targets,
       checkTarget({
         id: 'multi-account-peak-rss',
         description: 'peak RSS of the telesync process',
@@ -379,14 +383,7 @@ export async function runMultiAccount(context: BenchContext): Promise<BenchmarkR
       `Rows/s is rows stored ÷ wall time of the whole command, start-up included. The ceiling is accounts × ${formatInteger(ceilingRowsPerSecond)} rows/s (${limitRequests} requests per ${windowSeconds} s × ${PAGE_ROWS} rows a page). 429s and requests per ${windowSeconds} s are the simulator's counts.`,
       `The closest any account came to the service's published budget: ${LOAD_WINDOW_REQUESTS + 1} of its requests arrived within ${tightestSpanMs === null ? '(no account made that many)' : `${formatInteger(tightestSpanMs)} ms`} at the simulator (more than ${formatInteger(LOAD_WINDOW_MS)} ms keeps ${LOAD_WINDOW_REQUESTS} per ${LOAD_WINDOW_MS / 1000} s; telesync's limiter spaces each window's starts over the window and an allowance for arrivals lagging their starts).`,
       `Rows are checked per account against the simulator's data (an oracle per account rebuilt from its dataset, checked against the running simulator first) over the range each account's backfill covered, and against the sum of records_upserted.`,
-      ...(settings.mode === 'quick'
-        ? wideTargets.map((target) =>
-            judgedOnFullRunsOnly(
-              target,
-              `${wideAccounts} accounts of ${formatInteger(wideCallsPerAccount)} calls are read in a second or two, mostly start-up, against the service's steady pace`,
-            ),
-          )
-        : []),
+      ...wideJudged.notes,
     ],
   };
 }

@@ -92,25 +92,22 @@ export async function runNaiveSync(context: BenchContext): Promise<BenchmarkRepo
 
   const speedup = round(median(rounds.map((r) => r.speedup)), 2);
   const basis = `median of ${rounds.length} run${rounds.length === 1 ? '' : 's'}`;
-  const speedupTarget = checkTarget({
-    id: 'naive-speedup',
-    description: 'telesync rows/s ÷ naive reference rows/s, same slice',
-    measured: speedup,
-    unit: '×',
-    comparator: '>=',
-    threshold: 10,
-    basis: `${basis} (ratio within each run)`,
-  });
-  // A quick run's slice is a few days: both processes are mostly start-up (see the notes).
-  const unjudged =
-    settings.mode === 'quick'
-      ? [
-          judgedOnFullRunsOnly(
-            speedupTarget,
-            `on ${settings.naiveDays} days both processes spend much of their time starting up, and telesync has too few pages to overlap fetching with loading`,
-          ),
-        ]
-      : [];
+  // A quick run's slice is a few days: both processes are mostly start-up.
+  const speedupJudged = judgedOnFullRunsOnly(
+    settings.mode,
+    [
+      checkTarget({
+        id: 'naive-speedup',
+        description: 'telesync rows/s ÷ naive reference rows/s, same slice',
+        measured: speedup,
+        unit: '×',
+        comparator: '>=',
+        threshold: 10,
+        basis: `${basis} (ratio within each run)`,
+      }),
+    ],
+    `on ${settings.naiveDays} days both processes spend much of their time starting up, and telesync has too few pages to overlap fetching with loading`,
+  );
   const shared = [
     sharedMachineNote(
       'naive runs',
@@ -143,7 +140,7 @@ export async function runNaiveSync(context: BenchContext): Promise<BenchmarkRepo
       telesyncRequests: median(rounds.map((r) => r.telesync.requests)),
     },
     runs: rounds,
-    targets: settings.mode === 'full' ? [speedupTarget] : [],
+    targets: speedupJudged.targets,
     tables: [{ title: 'Runs', table: roundsTable(rounds) }],
     notes: [
       'Both are timed as whole processes (start-up included): the naive reference is bench/workers/naive-sync-worker.ts (plain fetch, JSON.parse, one parameterised INSERT … ON CONFLICT per row, autocommit, pages one after the other), telesync is `telesync backfill --from … --to …` with its defaults and an unthrottled TELESYNC_MAX_RPS.',
@@ -151,7 +148,7 @@ export async function runNaiveSync(context: BenchContext): Promise<BenchmarkRepo
       'The slice defaults to 30 days, one full window: the unit a backfill works in and long enough that the naive reference settles at its steady row-by-row rate (it runs for minutes). On a few days both are dominated by start-up and telesync has too few pages to overlap fetching with loading; `--naive-days 3` shows that smaller figure.',
       'Each stores the slice into a freshly migrated schema; both results are checked against what the simulator holds before any speed is reported.',
       ...shared,
-      ...unjudged,
+      ...speedupJudged.notes,
     ],
   };
 }

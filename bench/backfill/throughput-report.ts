@@ -70,27 +70,26 @@ export function buildThroughputReport(results: ThroughputResults): BenchmarkRepo
     profile,
   };
 
-  const vsLimits = checkTarget({
-    id: 'backfill-vs-limits',
-    description: 'end-to-end rows/s vs the slower of the fetch and COPY limits',
-    measured: figures.ratioToSlowerLimit,
-    unit: 'ratio',
-    comparator: '>=',
-    threshold: 0.7,
-    basis: `${basis} (ratio within each run)`,
-  });
   // A quick backfill is over in seconds, start-up much of its wall time, while the limits time
-  // only their work: the ratio is judged on full runs only, and a quick one reports what it saw.
-  if (settings.mode === 'quick') {
-    notes.push(
-      judgedOnFullRunsOnly(
-        vsLimits,
-        `a backfill of ${formatInteger(figures.rows)} rows spends much of its wall time starting up, which the limits do not time`,
-      ),
-    );
-  }
+  // only their work.
+  const vsLimitsJudged = judgedOnFullRunsOnly(
+    settings.mode,
+    [
+      checkTarget({
+        id: 'backfill-vs-limits',
+        description: 'end-to-end rows/s vs the slower of the fetch and COPY limits',
+        measured: figures.ratioToSlowerLimit,
+        unit: 'ratio',
+        comparator: '>=',
+        threshold: 0.7,
+        basis: `${basis} (ratio within each run)`,
+      }),
+    ],
+    `a backfill of ${formatInteger(figures.rows)} rows spends much of its wall time starting up, which the limits do not time`,
+  );
+  notes.push(...vsLimitsJudged.notes);
   const targets = [
-    ...(settings.mode === 'full' ? [vsLimits] : []),
+    ...vsLimitsJudged.targets,
     checkTarget({
       id: 'backfill-peak-rss',
       description: 'peak RSS of the telesync process',

@@ -126,11 +126,23 @@ export function formatThreshold(target: TargetCheck): string {
 }
 
 /**
- * What a quick run says of a target it is too small to judge (`why`: what makes it so), in place
- * of a result: its figure would judge start-up and warm-up, not telesync's steady pace.
+ * Targets only a full run can judge (`why`: what makes a quick run too small for them): a quick
+ * run's figures would judge start-up and warm-up, not telesync's steady pace. On a full run they
+ * are the targets; on a quick one, notes of what was required and measured.
  */
-export function judgedOnFullRunsOnly(target: TargetCheck, why: string): string {
-  return `Judged on full runs only: ${target.description}, required ${formatThreshold(target)}, measured ${formatMeasured(target)} in this quick run; ${why}.`;
+export function judgedOnFullRunsOnly(
+  mode: 'full' | 'quick',
+  checks: readonly TargetCheck[],
+  why: string,
+): { targets: TargetCheck[]; notes: string[] } {
+  if (mode === 'full') return { targets: [...checks], notes: [] };
+  return {
+    targets: [],
+    notes: checks.map(
+      (target) =>
+        `Judged on full runs only: ${target.description}, required ${formatThreshold(target)}, measured ${formatMeasured(target)} in this quick run; ${why}.`,
+    ),
+  };
 }
 
 /** A plain-text table with aligned columns (numbers to the right). */

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, sql } from 'kysely';
@@ -86,7 +87,9 @@ export async function openDatabase(
   const dataDir = resolve(config.dataDir);
   const lock = lockEmbeddedDirectory(dataDir, options.command ?? 'telesync');
   try {
-    const pglite = await openPGlite(join(dataDir, EMBEDDED_PGDATA_DIR));
+    const pgdata = join(dataDir, EMBEDDED_PGDATA_DIR);
+    removeStalePostmasterLock(pgdata);
+    const pglite = await openPGlite(pgdata);
     const database = wrap(
       new Kysely<unknown>({ dialect: new PGliteDialect(pglite) }),
       config.schema,
@@ -107,6 +110,16 @@ export async function openDatabase(
     lock.release();
     throw error;
   }
+}
+
+/**
+ * PostgreSQL's own lock file in PGlite's directory. PGlite creates it empty and writes it after,
+ * so a process killed between the two leaves an empty one, on which PostgreSQL refuses to start
+ * ("lock file is empty") until someone deletes it. Under telesync's lock no other process has the
+ * directory open, so whatever this file says is stale.
+ */
+function removeStalePostmasterLock(pgdata: string): void {
+  rmSync(join(pgdata, 'postmaster.pid'), { force: true });
 }
 
 /**

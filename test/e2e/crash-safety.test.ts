@@ -25,7 +25,7 @@ async function runAndKill(
   env: Record<string, string>,
   service: RunningSimulator,
   moment: KillMoment,
-): Promise<{ killed: boolean; code: number | null }> {
+): Promise<{ killed: boolean; code: number | null; stderr: string }> {
   const requestsBefore = service.stats().requests.total;
   // startTelesync's time limit is a SIGKILL.
   const child = startTelesync(
@@ -41,8 +41,8 @@ async function runAndKill(
     await new Promise((resolve) => setTimeout(resolve, moment.afterFirstRequestMs));
     child.kill('SIGKILL');
   }
-  const { code, signal } = await child.exited;
-  return { killed: signal === 'SIGKILL', code };
+  const { code, signal, stderr } = await child.exited;
+  return { killed: signal === 'SIGKILL', code, stderr };
 }
 
 /** Every stored call, every column but the sync's own timestamps, raw included, in key order. */
@@ -93,7 +93,11 @@ describe('a backfill killed at random moments and resumed', () => {
       moments.push(moment);
       const outcome = await runAndKill(args, cli.envFor(crashed), cli.service, moment);
       if (outcome.killed) kills++;
-      else expect(outcome.code, `run ended on its own; kills: ${JSON.stringify(moments)}`).toBe(0);
+      else
+        expect(
+          outcome.code,
+          `run ended on its own; kills: ${JSON.stringify(moments)}\n${outcome.stderr}`,
+        ).toBe(0);
       if (!outcome.killed) break;
     }
     expect(kills, `kills: ${JSON.stringify(moments)}`).toBeGreaterThanOrEqual(KILLS);

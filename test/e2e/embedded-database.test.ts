@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/connect.js';
+import { EMBEDDED_PGDATA_DIR, openDatabase } from '../../src/db/connect.js';
 import { EmbeddedDatabaseBusyError, LOCK_FILE_NAME } from '../../src/db/embedded-lock.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { runTelesync } from '../support/run-telesync.js';
@@ -81,5 +81,36 @@ describe.skipIf(repeatsTheEmbeddedPass)('the embedded database directory', () =>
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/applied {2}0001-initial-schema/);
     expect(existsSync(join(dataDir, LOCK_FILE_NAME))).toBe(false);
+  });
+
+  it("opens after a process killed in PGlite's start-up left PostgreSQL's lock file empty", async () => {
+    const dataDir = freshDir();
+    const migrated = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
+    expect(migrated.code, migrated.stderr).toBe(0);
+    const database = await openDatabase(configFor(dataDir));
+    try {
+      await database.db
+        .insertInto('sync_state')
+        .values({ account_id: 'A', stream: 'trunk_calls' })
+        .execute();
+    } finally {
+      await database.close();
+    }
+    // PGlite creates postmaster.pid empty, then writes it: a SIGKILL in between leaves this.
+    writeFileSync(join(dataDir, EMBEDDED_PGDATA_DIR, 'postmaster.pid'), '');
+
+    const again = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
+    expect(again.stderr).toBe('');
+    expect(again.code).toBe(0);
+    const reopened = await openDatabase(configFor(dataDir));
+    try {
+      const rows = await reopened.db
+        .selectFrom('sync_state')
+        .select(['account_id', 'stream'])
+        .execute();
+      expect(rows).toEqual([{ account_id: 'A', stream: 'trunk_calls' }]);
+    } finally {
+      await reopened.close();
+    }
   });
 });

@@ -18,7 +18,7 @@ import { encodeTrunkCallQuery, type TrunkCallFilters } from './trunk-call-query.
 import type { HttpTransport, RequestOptions } from './transport.js';
 import type { StartStreamResponseWire } from './wire-types.js';
 import { epochMicrosFromMillis } from '../util/micros.js';
-import { StoppedError } from '../util/stopped-error.js';
+import { StoppedError, throwIfStopped } from '../util/stopped-error.js';
 
 /** Stream-start parameters that break the rules of 4.5; nothing was sent. */
 export class StreamRulesError extends Error {
@@ -104,10 +104,7 @@ export class PageLimitError extends Error {
   }
 }
 
-/** A listing was stopped on request (stopSignal) before its last page was fetched. */
-function listingStopped(): StoppedError {
-  return new StoppedError('stopped on request before the last page was fetched');
-}
+const LISTING_STOPPED = 'stopped on request before the last page was fetched';
 
 /** What an identifier names, for InvalidIdentifierError. */
 export type IdentifierKind = 'message_uuid' | 'powerpack_uuid' | 'call_uuid' | 'phone_number';
@@ -383,7 +380,7 @@ export class TelephonyClient {
     const list = (offset: number): Promise<ReceivedList> =>
       this.listTrunkCalls({ ...filters, limit: PAGE_LIMIT_MAX, offset }, requestOptions);
 
-    if (stopRequested()) throw listingStopped();
+    throwIfStopped(stopSignal, LISTING_STOPPED);
     const first = await list(0);
     const total = first.meta.total_count;
     // Offsets are made one at a time below, never as a list; the count is still bounded before
@@ -441,7 +438,8 @@ export class TelephonyClient {
       yield arrival.page;
     }
     if (failure !== undefined) throw failure.error;
-    if (nextOffset < total) throw listingStopped();
+    // Pages were left unrequested only because the stop came.
+    if (nextOffset < total) throw new StoppedError(LISTING_STOPPED, { cause: stopSignal?.reason });
   }
 
   #getList(path: string, query: URLSearchParams, options?: RequestOptions): Promise<ReceivedList> {
@@ -493,7 +491,7 @@ export class TelephonyClient {
           `meta.next still names a page after ${pages} pages, the most allowed for one listing`,
         );
       }
-      if (stopSignal?.aborted === true) throw listingStopped();
+      throwIfStopped(stopSignal, LISTING_STOPPED);
       seen.add(next);
       const url = nextPageUrl(listPath, next);
       page = await this.transport.request(

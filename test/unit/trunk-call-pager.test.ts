@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { StoppedError } from '../../src/util/stopped-error.js';
 import { ApiError } from '../../src/api/api-errors.js';
 import { malformedBody, type ReceivedList } from '../../src/api/received-json.js';
 import { PageLimitError, TelephonyClient } from '../../src/api/telephony-client.js';
@@ -91,10 +90,11 @@ describe('TelephonyClient.iterateTrunkCalls', () => {
         stopSignal: stop.signal,
       })) {
         yielded.push(page.meta.offset);
-        if (page.meta.offset === 0) stop.abort();
+        if (page.meta.offset === 0) stop.abort('SIGTERM');
       }
     };
-    await expect(read()).rejects.toBeInstanceOf(StoppedError);
+    // The stop's reason goes with it, so the log can say what asked for it.
+    await expect(read()).rejects.toMatchObject({ name: 'StoppedError', cause: 'SIGTERM' });
     // Requests sent before the stop were all yielded; none was sent after it.
     expect([...yielded].sort((a, b) => a - b)).toEqual([...started].sort((a, b) => a - b));
     expect(started.length).toBeLessThan(20);
@@ -103,9 +103,9 @@ describe('TelephonyClient.iterateTrunkCalls', () => {
   it('stops at once when asked before the first page', async () => {
     const { client, started } = fakeService(40);
     const stop = new AbortController();
-    stop.abort();
+    stop.abort('SIGINT');
     const pages = client.iterateTrunkCalls(window, { stopSignal: stop.signal });
-    await expect(pages.next()).rejects.toBeInstanceOf(StoppedError);
+    await expect(pages.next()).rejects.toMatchObject({ name: 'StoppedError', cause: 'SIGINT' });
     expect(started).toEqual([]);
   });
 
@@ -215,9 +215,9 @@ describe('TelephonyClient lists that follow meta.next', () => {
     await expect(async () => {
       for await (const _page of client.iterateEndpoints({ stopSignal: stop.signal })) {
         pages++;
-        if (pages === 3) stop.abort();
+        if (pages === 3) stop.abort('SIGTERM');
       }
-    }).rejects.toBeInstanceOf(StoppedError);
+    }).rejects.toMatchObject({ name: 'StoppedError', cause: 'SIGTERM' });
     expect(requests()).toBe(3);
   });
 

@@ -89,7 +89,16 @@ export async function openDatabase(
   try {
     const pgdata = join(dataDir, EMBEDDED_PGDATA_DIR);
     removeStalePostmasterLock(pgdata);
-    const pglite = await openPGlite(pgdata);
+    const pglite = await openPGlite(pgdata).catch((error: unknown) => {
+      // PGlite keeps PostgreSQL's own reason to itself, so say what can be done.
+      throw new DatabaseUnreachableError(
+        `cannot start the embedded database in ${dataDir} (${describeError(error)}): its files may ` +
+          `be damaged or written by another version of PostgreSQL; move ${pgdata} aside ` +
+          '(it holds what was synced so far) and run the command again to start an empty one, ' +
+          'or set DATABASE_URL to a PostgreSQL server',
+        { cause: error },
+      );
+    });
     const database = wrap(
       new Kysely<unknown>({ dialect: new PGliteDialect(pglite) }),
       config.schema,

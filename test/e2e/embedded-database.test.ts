@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -112,5 +112,24 @@ describe.skipIf(repeatsTheEmbeddedPass)('the embedded database directory', () =>
     } finally {
       await reopened.close();
     }
+  });
+
+  it('that PostgreSQL cannot start is named in one line with what to do, and left as it was', async () => {
+    const dataDir = freshDir();
+    const migrated = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
+    expect(migrated.code, migrated.stderr).toBe(0);
+    // Files of another PostgreSQL major version, as after a change of PGlite.
+    const pgdata = join(dataDir, EMBEDDED_PGDATA_DIR);
+    writeFileSync(join(pgdata, 'PG_VERSION'), '99\n');
+
+    const refused = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
+    expect(refused.code).toBe(1);
+    const lines = refused.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`cannot start the embedded database in ${dataDir}`);
+    expect(lines[0]).toContain(`move ${pgdata} aside`);
+    expect(lines[0]).toContain('set DATABASE_URL');
+    expect(readFileSync(join(pgdata, 'PG_VERSION'), 'utf8')).toBe('99\n');
+    expect(existsSync(join(dataDir, LOCK_FILE_NAME))).toBe(false);
   });
 });

@@ -2,11 +2,12 @@ import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, sql } from 'kysely';
-import { describeError } from '../util/coerce-error.js';
+import { coerceError, describeError } from '../util/coerce-error.js';
 import { redactUrl } from '../util/redact.js';
 import { PGliteDialect } from './drivers/pglite-driver.js';
 import { PgDialect } from './drivers/pg-driver.js';
 import type { DatabaseSettings } from './database-settings.js';
+import { PostgresStartOutput } from './postgres-start-failure.js';
 import { lockEmbeddedDirectory } from './embedded-lock.js';
 import type { Tables } from './schema.js';
 import { SESSION_SETTINGS, TEXT_PARSERS } from './type-parsers.js';
@@ -90,10 +91,10 @@ export async function openDatabase(
     const pgdata = join(dataDir, EMBEDDED_PGDATA_DIR);
     removeStalePostmasterLock(pgdata);
     const pglite = await openPGlite(pgdata).catch((error: unknown) => {
-      // PGlite keeps PostgreSQL's own reason to itself, so say what can be done.
       throw new DatabaseUnreachableError(
-        `cannot start the embedded database in ${dataDir} (${describeError(error)}): its files may ` +
-          `be damaged or written by another version of PostgreSQL; move ${pgdata} aside ` +
+        `cannot start the embedded database in ${dataDir}: ${coerceError(error).message}; ` +
+          'its files may be damaged or written by another version of PostgreSQL: ' +
+          `move ${pgdata} aside ` +
           '(it holds what was synced so far) and run the command again to start an empty one, ' +
           'or set DATABASE_URL to a PostgreSQL server',
         { cause: error },
@@ -138,11 +139,20 @@ function removeStalePostmasterLock(pgdata: string): void {
 export async function openPGlite(dataDir?: string): Promise<PGlite> {
   // Loaded on demand: the WebAssembly module is large and PostgreSQL users never need it.
   const { PGlite } = await import('@electric-sql/pglite');
+  const output = new PostgresStartOutput();
   const pglite = new PGlite({
     ...(dataDir !== undefined ? { dataDir } : {}),
     parsers: TEXT_PARSERS,
+    onStderr: (line) => {
+      output.add(line);
+      return false;
+    },
   });
-  await pglite.waitReady;
+  await pglite.waitReady.catch((error: unknown) => {
+    // PGlite's own error does not say why; PostgreSQL's last words do.
+    const reason = output.reason();
+    throw reason === undefined ? error : new Error(`PostgreSQL: ${reason}`, { cause: error });
+  });
   for (const [key, value] of Object.entries(SESSION_SETTINGS)) {
     await pglite.query(`SELECT set_config($1, $2, false)`, [key, value]);
   }

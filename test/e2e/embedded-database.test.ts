@@ -127,6 +127,10 @@ describe.skipIf(repeatsTheEmbeddedPass)('the embedded database directory', () =>
     const lines = refused.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(`cannot start the embedded database in ${dataDir}`);
+    // PostgreSQL's own reason, which PGlite's error leaves out.
+    expect(lines[0]).toMatch(
+      /PostgreSQL: database files are incompatible with server \(The data directory was initialized by PostgreSQL version 99, /,
+    );
     expect(lines[0]).toContain(`move ${pgdata} aside`);
     expect(lines[0]).toContain('set DATABASE_URL');
     expect(readFileSync(join(pgdata, 'PG_VERSION'), 'utf8')).toBe('99\n');

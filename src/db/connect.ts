@@ -7,8 +7,8 @@ import { redactUrl } from '../util/redact.js';
 import { PGliteDialect } from './drivers/pglite-driver.js';
 import { PgDialect } from './drivers/pg-driver.js';
 import type { DatabaseSettings } from './database-settings.js';
-import { PostgresStartOutput } from './postgres-start-failure.js';
 import { lockEmbeddedDirectory } from './embedded-lock.js';
+import { PostgresStartOutput } from './postgres-start-output.js';
 import type { Tables } from './schema.js';
 import { SESSION_SETTINGS, TEXT_PARSERS } from './type-parsers.js';
 

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EMBEDDED_PGDATA_DIR, openDatabase } from '../../src/db/connect.js';
+import { EMBEDDED_PGDATA_DIR, openDatabase, type Database } from '../../src/db/connect.js';
 import { EmbeddedDatabaseBusyError, LOCK_FILE_NAME } from '../../src/db/embedded-lock.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { runTelesync } from '../support/run-telesync.js';
@@ -19,6 +19,31 @@ afterEach(() => {
 
 const configFor = (dataDir: string) => ({ url: undefined, dataDir, schema: 'telephony' });
 
+/** What the tests store: one row of sync_state. */
+const STORED_ROW = { account_id: 'A', stream: 'trunk_calls' };
+
+function storeRow(database: Database): Promise<unknown> {
+  return database.db.insertInto('sync_state').values(STORED_ROW).execute();
+}
+
+/** The sync_state rows of the embedded database in `dataDir`, opened and closed for the read. */
+async function storedRows(dataDir: string): Promise<unknown[]> {
+  const database = await openDatabase(configFor(dataDir));
+  try {
+    return await database.db.selectFrom('sync_state').select(['account_id', 'stream']).execute();
+  } finally {
+    await database.close();
+  }
+}
+
+/** A new directory migrated by `telesync migrate`. */
+async function migratedDir(): Promise<string> {
+  const dataDir = freshDir();
+  const migrated = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
+  expect(migrated.code, migrated.stderr).toBe(0);
+  return dataDir;
+}
+
 /**
  * The embedded database is this file's subject whatever database the harness chose: the embedded
  * pass (`npm test`) runs it, and the pass on the PostgreSQL of TEST_DATABASE_URL (CI's second) would
@@ -32,10 +57,7 @@ describe.skipIf(repeatsTheEmbeddedPass)('the embedded database directory', () =>
     const holder = await openDatabase(configFor(dataDir), { command: 'telesync test-holder' });
     try {
       await migrateToLatest(holder);
-      await holder.db
-        .insertInto('sync_state')
-        .values({ account_id: 'A', stream: 'trunk_calls' })
-        .execute();
+      await storeRow(holder);
 
       const second = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
       expect(second.code).toBe(1);
@@ -52,16 +74,7 @@ describe.skipIf(repeatsTheEmbeddedPass)('the embedded database directory', () =>
     expect(existsSync(join(dataDir, LOCK_FILE_NAME))).toBe(false);
 
     // What the holder wrote survived its close and the refused second process.
-    const reopened = await openDatabase(configFor(dataDir));
-    try {
-      const rows = await reopened.db
-        .selectFrom('sync_state')
-        .select(['account_id', 'stream'])
-        .execute();
-      expect(rows).toEqual([{ account_id: 'A', stream: 'trunk_calls' }]);
-    } finally {
-      await reopened.close();
-    }
+    expect(await storedRows(dataDir)).toEqual([STORED_ROW]);
   });
 
   it('is taken over from a process that died holding it', async () => {
@@ -84,15 +97,10 @@ describe.skipIf(repeatsTheEmbeddedPass)('the embedded database directory', () =>
   });
 
   it("opens after a process killed in PGlite's start-up left PostgreSQL's lock file empty", async () => {
-    const dataDir = freshDir();
-    const migrated = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
-    expect(migrated.code, migrated.stderr).toBe(0);
+    const dataDir = await migratedDir();
     const database = await openDatabase(configFor(dataDir));
     try {
-      await database.db
-        .insertInto('sync_state')
-        .values({ account_id: 'A', stream: 'trunk_calls' })
-        .execute();
+      await storeRow(database);
     } finally {
       await database.close();
     }
@@ -102,22 +110,11 @@ describe.skipIf(repeatsTheEmbeddedPass)('the embedded database directory', () =>
     const again = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
     expect(again.stderr).toBe('');
     expect(again.code).toBe(0);
-    const reopened = await openDatabase(configFor(dataDir));
-    try {
-      const rows = await reopened.db
-        .selectFrom('sync_state')
-        .select(['account_id', 'stream'])
-        .execute();
-      expect(rows).toEqual([{ account_id: 'A', stream: 'trunk_calls' }]);
-    } finally {
-      await reopened.close();
-    }
+    expect(await storedRows(dataDir)).toEqual([STORED_ROW]);
   });
 
   it('that PostgreSQL cannot start is named in one line with what to do, and left as it was', async () => {
-    const dataDir = freshDir();
-    const migrated = await runTelesync(['migrate'], { TELESYNC_DATA_DIR: dataDir });
-    expect(migrated.code, migrated.stderr).toBe(0);
+    const dataDir = await migratedDir();
     // Files of another PostgreSQL major version, as after a change of PGlite.
     const pgdata = join(dataDir, EMBEDDED_PGDATA_DIR);
     writeFileSync(join(pgdata, 'PG_VERSION'), '99\n');

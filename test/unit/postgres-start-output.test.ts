@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PostgresStartOutput, postgresStartFailure } from '../../src/db/postgres-start-failure.js';
+import { PostgresStartOutput, postgresStartFailure } from '../../src/db/postgres-start-output.js';
 
 describe('postgresStartFailure', () => {
   it("gives PostgreSQL's FATAL message with the DETAIL after it", () => {

@@ -1,4 +1,4 @@
-import { setFlagsFromString } from 'node:v8';
+import { setV8FlagUnlessChosen, v8FlagUnlessChosen } from '../util/v8-flag.js';
 
 /**
  * How far V8 lets the old generation grow past its live size before the next full collection.
@@ -18,11 +18,7 @@ const FLAG = '--heap-growing-percent';
  * (`node --heap-growing-percent=… bin/telesync.js`).
  */
 export function heapGrowthFlag(execArgv: readonly string[]): string | undefined {
-  const chosen = execArgv.some((arg) => {
-    const name = arg.split('=')[0]!.replaceAll('_', '-');
-    return name === FLAG;
-  });
-  return chosen ? undefined : `${FLAG}=${HEAP_GROWING_PERCENT}`;
+  return v8FlagUnlessChosen(FLAG, HEAP_GROWING_PERCENT, execArgv);
 }
 
 /**
@@ -30,6 +26,5 @@ export function heapGrowthFlag(execArgv: readonly string[]): string | undefined 
  * start-up takes effect (unlike the heap size limits, which are fixed when the heap is made).
  */
 export function limitHeapGrowth(execArgv: readonly string[] = process.execArgv): void {
-  const flag = heapGrowthFlag(execArgv);
-  if (flag !== undefined) setFlagsFromString(flag);
+  setV8FlagUnlessChosen(FLAG, HEAP_GROWING_PERCENT, execArgv);
 }

@@ -11,6 +11,7 @@ import { lockEmbeddedDirectory } from './embedded-lock.js';
 import { PostgresStartOutput } from './postgres-start-output.js';
 import type { Tables } from './schema.js';
 import { SESSION_SETTINGS, TEXT_PARSERS } from './type-parsers.js';
+import { delayWasmTierUp } from './wasm-tier-up.js';
 
 /** An open telesync database: Kysely bound to the telesync schema, and how to close it. */
 export interface Database {
@@ -137,6 +138,7 @@ function removeStalePostmasterLock(pgdata: string): void {
  * memory (tests).
  */
 export async function openPGlite(dataDir?: string): Promise<PGlite> {
+  delayWasmTierUp();
   // Loaded on demand: the WebAssembly module is large and PostgreSQL users never need it.
   const { PGlite } = await import('@electric-sql/pglite');
   const output = new PostgresStartOutput();

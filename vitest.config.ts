@@ -11,6 +11,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          // Pure logic (docs/contributing.md): nothing to isolate, and a fresh module graph per
+          // file cost more than the tests themselves (34 s against 9 s on 2 cores).
+          isolate: false,
         },
       },
       {

@@ -1,13 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeSync,
-  closeSync,
-} from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -73,20 +65,24 @@ export function lockEmbeddedDirectory(dataDir: string, command: string): Embedde
   throw new EmbeddedDatabaseBusyError(dataDir, readHolder(path));
 }
 
+/**
+ * Creates the lock with its holder in one step: written to a file of its own, then linked to
+ * `path`, which fails if `path` exists. Created empty and written after, a lock could be read
+ * between the two by a process starting at the same moment, taken for stale and removed, and both
+ * would open the database.
+ */
 function tryCreate(path: string, holder: EmbeddedLockHolder): boolean {
-  let fd: number;
+  const draft = `${path}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  writeFileSync(draft, JSON.stringify(holder), { flag: 'wx' });
   try {
-    fd = openSync(path, 'wx');
+    linkSync(draft, path);
+    return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw error;
-  }
-  try {
-    writeSync(fd, JSON.stringify(holder));
   } finally {
-    closeSync(fd);
+    rmSync(draft, { force: true });
   }
-  return true;
 }
 
 function readHolder(path: string): EmbeddedLockHolder | undefined {
@@ -100,7 +96,7 @@ function readHolder(path: string): EmbeddedLockHolder | undefined {
       command: String(parsed.command),
     };
   } catch {
-    // Unreadable or half-written (a process killed while writing it): treat as stale.
+    // Unreadable or damaged (telesync writes it whole, in one step): treat as stale.
     return undefined;
   }
 }

@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** What the lock file says about its holder. */
 export interface EmbeddedLockHolder {
@@ -57,10 +65,13 @@ export function lockEmbeddedDirectory(dataDir: string, command: string): Embedde
 
   for (let attempt = 0; attempt < 3; attempt++) {
     if (tryCreate(path, me)) return holdLock(path);
-    const holder = readHolder(path);
+    const text = readLockText(path);
+    // Gone since the create failed: its holder released it, so try again.
+    if (text === undefined) continue;
+    const holder = parseHolder(text);
     if (holder !== undefined && isAlive(holder))
       throw new EmbeddedDatabaseBusyError(dataDir, holder);
-    removeStaleLock(path, holder);
+    removeStaleLock(path, text);
   }
   throw new EmbeddedDatabaseBusyError(dataDir, readHolder(path));
 }
@@ -85,9 +96,20 @@ function tryCreate(path: string, holder: EmbeddedLockHolder): boolean {
   }
 }
 
-function readHolder(path: string): EmbeddedLockHolder | undefined {
+/** The lock file's text, or undefined when there is none. */
+function readLockText(path: string): string | undefined {
   try {
-    const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<EmbeddedLockHolder>;
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** The holder a lock's text names, or undefined when it is damaged (then it is stale). */
+function parseHolder(text: string): EmbeddedLockHolder | undefined {
+  try {
+    const parsed = JSON.parse(text) as Partial<EmbeddedLockHolder>;
     if (typeof parsed.pid !== 'number' || typeof parsed.hostname !== 'string') return undefined;
     return {
       pid: parsed.pid,
@@ -96,17 +118,24 @@ function readHolder(path: string): EmbeddedLockHolder | undefined {
       command: String(parsed.command),
     };
   } catch {
-    // Unreadable or damaged (telesync writes it whole, in one step): treat as stale.
     return undefined;
   }
 }
 
+function readHolder(path: string): EmbeddedLockHolder | undefined {
+  const text = readLockText(path);
+  return text === undefined ? undefined : parseHolder(text);
+}
+
 function isAlive(holder: EmbeddedLockHolder): boolean {
   // A lock from another host cannot be checked; it is respected (the directory may be shared).
-  if (holder.hostname !== hostname()) return true;
-  if (holder.pid === process.pid) return true;
+  return holder.hostname !== hostname() || isRunningHere(holder.pid);
+}
+
+function isRunningHere(pid: number): boolean {
+  if (pid === process.pid) return true;
   try {
-    process.kill(holder.pid, 0);
+    process.kill(pid, 0);
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
@@ -114,11 +143,13 @@ function isAlive(holder: EmbeddedLockHolder): boolean {
 }
 
 /**
- * Moves a stale lock aside. The rename is atomic, so of two processes that both found it stale
- * only one moves it; if what was moved turns out to be a fresh lock of a third process (it
- * replaced the stale one in between), it is put back.
+ * Removes the stale lock whose text was `staleText`. It is moved aside first, which is atomic, so
+ * of two processes that both found it stale only one moves it; if what was moved is not that text,
+ * the stale lock had been removed already and a live process's lock taken its place, so it is
+ * linked back (unless a newer one exists) and left alone. Drafts that dead processes left behind
+ * (`tryCreate`) go with it.
  */
-function removeStaleLock(path: string, staleHolder: EmbeddedLockHolder | undefined): void {
+function removeStaleLock(path: string, staleText: string): void {
   const aside = `${path}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
     renameSync(path, aside);
@@ -126,17 +157,27 @@ function removeStaleLock(path: string, staleHolder: EmbeddedLockHolder | undefin
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw error;
   }
-  const moved = readHolder(aside);
-  if (moved !== undefined && staleHolder !== undefined && moved.pid !== staleHolder.pid) {
+  if (readLockText(aside) !== staleText) {
     try {
-      renameSync(aside, path);
+      linkSync(aside, path);
     } catch {
-      // The fresh holder's lock could not be restored; its owner still holds the database open,
-      // and the next attempt here will see whoever holds the path now.
+      // A newer lock holds the path already; whoever holds it is the one the next attempt meets.
     }
-    return;
+  } else {
+    removeDeadDrafts(path);
   }
   rmSync(aside, { force: true });
+}
+
+/** Removes `tryCreate`'s drafts (`<lock>.<pid>-<hex>`) whose process no longer runs. */
+function removeDeadDrafts(path: string): void {
+  const dir = dirname(path);
+  const prefix = `${basename(path)}.`;
+  for (const name of readdirSync(dir)) {
+    const pid = /^(\d+)-[0-9a-f]+$/.exec(name.slice(prefix.length))?.[1];
+    if (!name.startsWith(prefix) || pid === undefined) continue;
+    if (!isRunningHere(Number(pid))) rmSync(join(dir, name), { force: true });
+  }
 }
 
 function holdLock(path: string): EmbeddedLock {

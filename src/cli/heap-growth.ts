@@ -1,4 +1,4 @@
-import { setV8FlagUnlessChosen, v8FlagUnlessChosen } from '../util/v8-flag.js';
+import { setV8FlagUnlessChosen } from '../util/v8-flag.js';
 
 /**
  * How far V8 lets the old generation grow past its live size before the next full collection.
@@ -14,15 +14,8 @@ export const HEAP_GROWING_PERCENT = 200;
 const FLAG = '--heap-growing-percent';
 
 /**
- * The V8 flag to set at start-up, or undefined when whoever started node chose one already
- * (`node --heap-growing-percent=… bin/telesync.js`).
- */
-export function heapGrowthFlag(execArgv: readonly string[]): string | undefined {
-  return v8FlagUnlessChosen(FLAG, HEAP_GROWING_PERCENT, execArgv);
-}
-
-/**
- * Applies `heapGrowthFlag`. The growing factor is read at each full collection, so setting it after
+ * Sets HEAP_GROWING_PERCENT unless node was started with a growing factor of its own
+ * (`node --heap-growing-percent=… bin/telesync.js`). The growing factor is read at each full collection, so setting it after
  * start-up takes effect (unlike the heap size limits, which are fixed when the heap is made).
  */
 export function limitHeapGrowth(execArgv: readonly string[] = process.execArgv): void {

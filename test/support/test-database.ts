@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -99,6 +99,10 @@ export function createCliDatabase(target: TestDatabaseTarget = harnessTarget()):
     };
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'telesync-e2e-'));
+  // A copy of an embedded database created once for the run, where the harness made one: the same
+  // files `telesync` would create on first use, without its initdb's seconds in every fixture.
+  const template = inject('embeddedTemplate');
+  if (template !== undefined) cpSync(template, dataDir, { recursive: true });
   const open = () =>
     openDatabase({ url: undefined, dataDir, schema }, { command: 'test inspection' });
   return {

@@ -259,7 +259,7 @@ describe('telesync verify after a 90-day backfill', () => {
       days.map(({ day, service_count, stored_count }) => ({ day, service_count, stored_count }));
     const reference = await runTelesync(['verify', '--json'], cli.env);
     expect(reference.code, reference.stderr).toBe(0);
-    cli.service.setFaults({ tooManyRequests: 0.15, retryAfterSeconds: 1, serverErrors: 0.15 });
+    cli.service.setFaults({ tooManyRequests: 0.05, retryAfterSeconds: 1, serverErrors: 0.05 });
     cli.service.resetStats();
     try {
       const verify = await runTelesync(['verify', '--json'], cli.env);

@@ -1,8 +1,14 @@
+import { resolve } from 'node:path';
 import type { TelephonyClient } from '../api/telephony-client.js';
 import type { AccountConfig, TelesyncConfig } from '../config/config-types.js';
 import { ConfigError } from '../config/config-errors.js';
-import { openDatabase, pingDatabase, type Database } from '../db/connect.js';
-import { migrateToLatest } from '../db/migrate.js';
+import {
+  embeddedDatabaseExists,
+  openDatabase,
+  pingDatabase,
+  type Database,
+} from '../db/connect.js';
+import { knownMigrationNames, migrateToLatest } from '../db/migrate.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import { jobSchemaName } from '../jobs/job-settings.js';
 import { openPgBossQueue } from '../jobs/pg-boss-queue.js';
@@ -18,6 +24,7 @@ import {
   createSyncDependencies,
   databasePoolSize,
   requireMigrated,
+  SchemaNotMigratedError,
   selectAccounts,
   type LogSink,
 } from './app-services.js';
@@ -123,11 +130,23 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
     return [];
   };
 
+  /**
+   * withDatabase after prepareTables. An embedded database never created is not migrated either:
+   * without `migrate` that is said at once, not after creating it (PostgreSQL's initdb).
+   */
+  const withPreparedTables = async <T>(
+    migrate: boolean,
+    use: (database: Database, applied: string[]) => Promise<T>,
+  ): Promise<T> => {
+    const { url, dataDir, schema } = config.database;
+    if (!migrate && url === undefined && !embeddedDatabaseExists(dataDir)) {
+      throw new SchemaNotMigratedError(schema, resolve(dataDir), knownMigrationNames());
+    }
+    return withDatabase(async (database) => use(database, await prepareTables(database, migrate)));
+  };
+
   const withMigratedDatabase = <T>(use: (database: Database) => Promise<T>): Promise<T> =>
-    withDatabase(async (database) => {
-      await prepareTables(database, false);
-      return use(database);
-    });
+    withPreparedTables(false, (database) => use(database));
 
   const withClients = async <T>(
     accounts: readonly AccountConfig[],
@@ -183,9 +202,8 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
     withMigratedDatabase,
     withClients,
     withSync: (accounts, use, options = {}) =>
-      withDatabase(async (database) => {
-        const applied = await prepareTables(database, options.migrate === true);
-        return withClients(accounts, (clients) => {
+      withPreparedTables(options.migrate === true, (database, applied) =>
+        withClients(accounts, (clients) => {
           const atOnce = evenWaveWidth(accounts.length, config.accountConcurrency);
           const deps = createSyncDependencies(config, database, log, atOnce, streams);
           return use({
@@ -195,7 +213,7 @@ export function createCommandApp(config: TelesyncConfig, options: CommandAppOpti
             runStream: (client, request) => runStream(deps, client, request),
             forEachAccount: (work) => mapConcurrently(clients, atOnce, work),
           });
-        });
-      }),
+        }),
+      ),
   };
 }

@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, sql } from 'kysely';
@@ -67,6 +67,14 @@ export interface OpenDatabaseOptions {
 
 /** The directory below TELESYNC_DATA_DIR where PGlite keeps its files. */
 export const EMBEDDED_PGDATA_DIR = 'pgdata';
+
+/**
+ * Whether the embedded database under `dataDir` exists: the first command that opens it creates
+ * it (PostgreSQL's initdb, seconds and about a gigabyte at its peak).
+ */
+export function embeddedDatabaseExists(dataDir: string): boolean {
+  return existsSync(join(resolve(dataDir), EMBEDDED_PGDATA_DIR, 'PG_VERSION'));
+}
 
 /**
  * Opens the database that `config` names: PostgreSQL through node-postgres when `url` is set,

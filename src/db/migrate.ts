@@ -102,7 +102,6 @@ export async function migrateToLatest(
   });
 }
 
-/** Every known migration with the time it was applied, or undefined when pending. */
 /** The migrations not yet applied to the database's schema, oldest first. */
 export async function pendingMigrations(database: Database): Promise<MigrationStatus[]> {
   return (await listMigrationStatus(database)).filter(
@@ -110,6 +109,12 @@ export async function pendingMigrations(database: Database): Promise<MigrationSt
   );
 }
 
+/** The names of every known migration, oldest first: what a database never migrated lacks. */
+export function knownMigrationNames(): string[] {
+  return MIGRATIONS.map((migration) => migration.name);
+}
+
+/** Every known migration with the time it was applied, or undefined when pending. */
 export async function listMigrationStatus(
   database: Database,
   migrations: readonly SchemaMigration[] = MIGRATIONS,

@@ -1,9 +1,15 @@
-import { resolve } from 'node:path';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { redactUrl } from '../../src/util/redact.js';
 import { useCliFixture } from '../support/cli-fixture.js';
 import { runTelesync } from '../support/run-telesync.js';
+
+/** What a command says of a database with no migration applied. */
+const pending = () =>
+  `${MIGRATIONS.length} migrations pending: ${MIGRATIONS[0]!.name}, ${MIGRATIONS[1]!.name} and ${MIGRATIONS.length - 2} more`;
 
 /** A database alone, left empty: migrating it is what this file tests. */
 const cli = useCliFixture({ migrate: false });
@@ -22,7 +28,6 @@ describe(`telesync migrate (${cli.target.description})`, () => {
       cli.target.kind === 'postgres'
         ? redactUrl(cli.target.url)
         : resolve(cli.database.env.TELESYNC_DATA_DIR!);
-    const pending = `${MIGRATIONS.length} migrations pending: ${MIGRATIONS[0]!.name}, ${MIGRATIONS[1]!.name} and ${MIGRATIONS.length - 2} more`;
     for (const args of [
       ['sync'],
       ['sync', 'trunk_calls', '--dry-run'],
@@ -41,11 +46,40 @@ describe(`telesync migrate (${cli.target.description})`, () => {
       // Plain text, as every exit-2 message is.
       expect(result.stderr).toBe(
         `The schema "${cli.database.env.TELESYNC_SCHEMA}" at ${location} is not ` +
-          `migrated (${pending}). Run telesync migrate first.\n`,
+          `migrated (${pending()}). Run telesync migrate first.\n`,
       );
       expect(result.stderr).not.toContain('unmigrated-token');
     }
   });
+
+  it.skipIf(cli.target.kind !== 'pglite')(
+    'is asked for at once of an embedded directory never used, which is left as it was',
+    async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'telesync-never-used-'));
+      try {
+        const env = {
+          TELESYNC_DATA_DIR: dataDir,
+          TELESYNC_AUTH_ID: 'MA_E2E_UNMIGRATED',
+          TELESYNC_AUTH_TOKEN: 'unmigrated-token',
+          TELESYNC_BASE_URL: 'http://127.0.0.1:9',
+        };
+        for (const args of [['sync'], ['backfill', '--days', '1'], ['state', 'show'], ['status']]) {
+          const result = await runTelesync(args, env);
+          expect({ args, code: result.code, stderr: result.stderr }).toEqual({
+            args,
+            code: 2,
+            stderr:
+              `The schema "telephony" at ${dataDir} is not migrated (${pending()}). ` +
+              'Run telesync migrate first.\n',
+          });
+        }
+        // Not created only to be found empty: PostgreSQL's initdb costs seconds and a gigabyte.
+        expect(readdirSync(dataDir)).toEqual([]);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('applies the migrations, then finds nothing to apply, and --status lists them', async () => {
     const first = await runTelesync(['migrate'], cli.database.env);

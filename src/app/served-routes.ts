@@ -23,6 +23,7 @@ import { SchedulerMetrics } from '../scheduler/metrics.js';
 import { horizonUnread, readCoverage } from '../scheduler/read-coverage.js';
 import { describeError } from '../util/coerce-error.js';
 import type { Logger } from '../util/logger.js';
+import { shareInFlight } from '../util/share-in-flight.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { TELESYNC_VERSION } from '../version.js';
 import {
@@ -70,11 +71,7 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
   const { alarmDays } = config.horizonAlarm;
   // Workers may run on machines whose clocks disagree: what is served is aged on the database's
   // clock, read when it is served. The gauges of one scrape ask at once and share one query.
-  let asking: Promise<number> | undefined;
-  const databaseNow = (): Promise<number> =>
-    (asking ??= readDatabaseClock(database).finally(() => {
-      asking = undefined;
-    }));
+  const databaseNow = shareInFlight(() => readDatabaseClock(database));
   // The ledger only (no scan of trunk_calls): cheap enough for every scrape and probe.
   const readHorizonUnread = async () =>
     horizonUnread(
@@ -96,7 +93,8 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
         HEALTH_DATABASE_TIMEOUT_MS,
         'the query of the window ledger',
       ),
-    readVerifications: async () =>
+    // Two gauges of a scrape read the verifications: one query for both.
+    readVerifications: shareInFlight(async () =>
       withTimeout(
         findVerificationSummaries(
           database.db,
@@ -106,6 +104,7 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
         HEALTH_DATABASE_TIMEOUT_MS,
         'the query of the verifications',
       ),
+    ),
     onCollectError: (error) =>
       log.warn({ err: error }, `/metrics: a gauge was not read: ${describeError(error)}`),
   });

@@ -10,17 +10,24 @@ import { createTestDatabase, type TestDatabase } from '../support/test-database.
 
 /**
  * What one scrape of /metrics asks the database. The watermark lags and the horizon gauge are both
- * aged on the database's clock; they are collected at once, and share one query of that clock.
+ * aged on the database's clock; they are collected at once, and share one query of that clock. The
+ * two verify gauges share one query of day_verifications.
  */
 
 const ACCOUNT = { authId: 'MA_SERVED_ROUTES', authToken: 'token-served-routes-0123456789' };
 
-/** Counts the statements that read the database's clock (pingDatabase's clock_timestamp()). */
-class ClockQueryCounter implements KyselyPlugin {
-  count = 0;
+/**
+ * Counts the statements that read the database's clock (pingDatabase's clock_timestamp()) and those
+ * that read the verifications.
+ */
+class QueryCounter implements KyselyPlugin {
+  clock = 0;
+  verifications = 0;
 
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
-    if (JSON.stringify(args.node).includes('clock_timestamp')) this.count++;
+    const text = JSON.stringify(args.node);
+    if (text.includes('clock_timestamp')) this.clock++;
+    if (text.includes('day_verifications')) this.verifications++;
     return args.node;
   }
 
@@ -29,11 +36,11 @@ class ClockQueryCounter implements KyselyPlugin {
 
 describe('the routes a long-running process serves', () => {
   let handle: TestDatabase;
-  let counter: ClockQueryCounter;
+  let counter: QueryCounter;
   let database: Database;
   beforeAll(async () => {
     handle = await createTestDatabase();
-    counter = new ClockQueryCounter();
+    counter = new QueryCounter();
     // The same database, its statements counted on the way.
     database = Object.assign(Object.create(handle.database) as Database, {
       db: handle.database.db.withPlugin(counter),
@@ -44,7 +51,7 @@ describe('the routes a long-running process serves', () => {
     await handle?.close();
   });
 
-  it('reads the database clock once per /metrics scrape, for every gauge aged on it', async () => {
+  it('reads the database clock and the verifications once per /metrics scrape', async () => {
     const config = loadConfig({
       TELESYNC_AUTH_ID: ACCOUNT.authId,
       TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
@@ -60,11 +67,19 @@ describe('the routes a long-running process serves', () => {
       processMetrics: false,
     });
     for (let scrape = 1; scrape <= 3; scrape++) {
-      const before = counter.count;
+      const before = { clock: counter.clock, verifications: counter.verifications };
       const samples = parsePrometheusText((await routes.metrics.render()).body);
-      // Both gauges were collected: the lag (no watermark yet, so no series) and the horizon.
+      // The gauges were collected: the lag (no watermark yet, so no series), the horizon, and the
+      // verify days (no verification yet, so the account's days are 0).
       expect(samples.some((sample) => sample.name === 'telesync_horizon_unread_days')).toBe(true);
-      expect(counter.count - before, `clock queries of scrape ${scrape}`).toBe(1);
+      expect(samples.some((sample) => sample.name === 'telesync_verify_days')).toBe(true);
+      expect(
+        {
+          clock: counter.clock - before.clock,
+          verifications: counter.verifications - before.verifications,
+        },
+        `queries of scrape ${scrape}`,
+      ).toEqual({ clock: 1, verifications: 1 });
     }
   });
 });

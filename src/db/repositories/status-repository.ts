@@ -50,8 +50,8 @@ export interface StatusSource {
 
 /**
  * Accounts the database knows of (from runs, state and data). Those of trunk_calls are found by a
- * skip through its primary key, one index probe an account: the table's millions of calls are
- * not read (300,000 calls in the embedded database: 400-475 ms by a scan, 2-8 ms by the skip).
+ * skip through its primary key, one index probe an account, so that `status` does not read every
+ * call (docs/performance.md, "Short commands read no table whole").
  */
 export async function findKnownAccounts(db: Kysely<Tables>): Promise<string[]> {
   const rows = await db

@@ -109,6 +109,20 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
       log.warn({ err: error }, `/metrics: a gauge was not read: ${describeError(error)}`),
   });
   metrics.initialize(streams, accountIds);
+  // The page sums every stored call of the strip's 90 days: viewers who ask while it is being read
+  // share that read, so that however many ask at once the database serves one.
+  const readPage = shareInFlight(async () =>
+    readStatusPage(
+      {
+        db: database.db,
+        accountIds,
+        schedule: input.plan.every,
+        horizonAlarmDays: alarmDays,
+        version: TELESYNC_VERSION,
+      },
+      await databaseNow(),
+    ),
+  );
   const streamCallbacks = createStreamCallbackService({
     config,
     accounts,
@@ -163,18 +177,7 @@ export function createServedRoutes(input: ServedRoutesInput): ServedRoutes {
         }),
       ),
       createMetricsRoute(() => metrics.render()),
-      createStatusPageRoute(async () =>
-        readStatusPage(
-          {
-            db: database.db,
-            accountIds,
-            schedule: input.plan.every,
-            horizonAlarmDays: alarmDays,
-            version: TELESYNC_VERSION,
-          },
-          await databaseNow(),
-        ),
-      ),
+      createStatusPageRoute(readPage),
       ...(streamCallbacks.on && withCallbacks ? streamCallbacks.routes : []),
     ];
   }

@@ -1,10 +1,18 @@
-import type { KyselyPlugin, PluginTransformQueryArgs, RootOperationNode } from 'kysely';
+import type {
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RootOperationNode,
+  UnknownRow,
+} from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServedRoutes } from '../../src/app/served-routes.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import type { Database } from '../../src/db/connect.js';
 import { createLogger } from '../../src/util/logger.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
+import { freePort } from '../support/telesync-process.js';
 import { planSchedule } from '../../src/scheduler/schedule-plan.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -17,21 +25,33 @@ import { createTestDatabase, type TestDatabase } from '../support/test-database.
 const ACCOUNT = { authId: 'MA_SERVED_ROUTES', authToken: 'token-served-routes-0123456789' };
 
 /**
- * Counts the statements that read the database's clock (pingDatabase's clock_timestamp()) and those
- * that read the verifications.
+ * Counts the statements that read the database's clock (pingDatabase's clock_timestamp()), those
+ * that read the verifications, and the status page's sums of the stored calls by day, whose result
+ * it holds back `storedDaysDelayMs`: the read of a large table, so that viewers overlap it.
  */
 class QueryCounter implements KyselyPlugin {
   clock = 0;
   verifications = 0;
+  storedDays = 0;
+  storedDaysDelayMs = 0;
+  readonly #storedDaysQueries = new WeakSet<object>();
 
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
     const text = JSON.stringify(args.node);
     if (text.includes('clock_timestamp')) this.clock++;
     if (text.includes('day_verifications')) this.verifications++;
+    if (text.includes('billed_duration')) {
+      this.storedDays++;
+      this.#storedDaysQueries.add(args.queryId);
+    }
     return args.node;
   }
 
-  transformResult: KyselyPlugin['transformResult'] = (args) => Promise.resolve(args.result);
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    if (this.#storedDaysQueries.has(args.queryId) && this.storedDaysDelayMs > 0)
+      await new Promise((resolve) => setTimeout(resolve, this.storedDaysDelayMs));
+    return args.result;
+  }
 }
 
 describe('the routes a long-running process serves', () => {
@@ -80,6 +100,42 @@ describe('the routes a long-running process serves', () => {
         },
         `queries of scrape ${scrape}`,
       ).toEqual({ clock: 1, verifications: 1 });
+    }
+  });
+
+  it('serves the status page to viewers who ask at once from one read of the stored calls', async () => {
+    const config = loadConfig({
+      TELESYNC_AUTH_ID: ACCOUNT.authId,
+      TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
+      TELESYNC_HTTP_HOST: '127.0.0.1',
+      TELESYNC_HTTP_PORT: String(await freePort()),
+    });
+    const routes = createServedRoutes({
+      config,
+      accounts: config.accounts,
+      database,
+      log: createLogger({ level: 'warn', secrets: [ACCOUNT.authToken], pretty: false }),
+      streams: ['trunk_calls'],
+      plan: planSchedule(config.schedule.crons),
+      processMetrics: false,
+    });
+    const server = await routes.serve();
+    try {
+      const page = async () => {
+        const response = await fetch(new URL('/', server!.url));
+        await response.text();
+        return response.status;
+      };
+      const before = counter.storedDays;
+      counter.storedDaysDelayMs = 500;
+      expect(await Promise.all(Array.from({ length: 8 }, page))).toEqual(Array(8).fill(200));
+      counter.storedDaysDelayMs = 0;
+      expect(counter.storedDays - before).toBe(1);
+      // A viewer who asks after that read ended gets a read of their own.
+      expect(await page()).toBe(200);
+      expect(counter.storedDays - before).toBe(2);
+    } finally {
+      await server?.close();
     }
   });
 });

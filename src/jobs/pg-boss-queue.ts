@@ -217,6 +217,11 @@ function insertOf(
   });
 }
 
+/** How often pg-boss's background passes run for a lease of `leaseSeconds`: a quarter, 1-30 s. */
+function passSeconds(leaseSeconds: number): number {
+  return Math.max(1, Math.min(30, Math.floor(leaseSeconds / 4)));
+}
+
 /** Starts pg-boss (its schema must exist: installJobSchema) and returns the queue over it. */
 export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<JobQueue> {
   const Boss = await loadPgBoss();
@@ -229,9 +234,13 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
     migrate: false,
     // The schedule's ticks wake the worker that takes them (the tick queue notifies).
     useListenNotify: settings.supervise,
-    // Expired jobs are found by the maintenance pass: run it often so a killed worker's job is
-    // retried soon after its lease ends.
-    maintenanceIntervalSeconds: Math.max(1, Math.min(30, Math.floor(settings.leaseSeconds / 4))),
+    // A killed worker's job is failed, and so retried, by the monitor pass (its heartbeat missed),
+    // which the supervise timer runs: both every quarter lease, so that the job is retried soon after
+    // its lease ends, not up to pg-boss's default minute later. The maintenance pass (deleting old
+    // jobs) keeps the same cadence.
+    superviseIntervalSeconds: passSeconds(settings.leaseSeconds),
+    monitorIntervalSeconds: passSeconds(settings.leaseSeconds),
+    maintenanceIntervalSeconds: passSeconds(settings.leaseSeconds),
   });
   onBossError(boss, settings.onError);
   await boss.start();

@@ -64,10 +64,14 @@ describe.skipIf(harnessTarget().kind !== 'postgres')(
           { timeoutMs: 300_000, what: 'a worker to complete a job' },
         );
         workers[killed]!.kill('SIGKILL');
+        const killedAtMs = Date.now();
         const survivors = workers.filter((_, index) => index !== killed);
 
         const done = await backfill.exited;
         expect(done.code, done.stderr).toBe(0);
+        // Its jobs came back soon after their 15 s lease (the heartbeat is checked every quarter
+        // lease), not after pg-boss's default minute: 20-30 s from the kill, 69 s before.
+        expect(Date.now() - killedAtMs).toBeLessThan(50_000);
         const outcome = lastJson(done.stdout);
         expect(outcome).toMatchObject({ status: 'succeeded', accounts: 20, failed_accounts: [] });
         await expectAccountsExact(

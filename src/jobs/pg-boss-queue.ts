@@ -236,11 +236,10 @@ export async function openPgBossQueue(settings: PgBossQueueSettings): Promise<Jo
     useListenNotify: settings.supervise,
     // A killed worker's job is failed, and so retried, by the monitor pass (its heartbeat missed),
     // which the supervise timer runs: both every quarter lease, so that the job is retried soon after
-    // its lease ends, not up to pg-boss's default minute later. The maintenance pass (deleting old
-    // jobs) keeps the same cadence.
+    // its lease ends, not up to pg-boss's default minute later. Deleting old jobs (the maintenance
+    // pass) keeps pg-boss's own cadence.
     superviseIntervalSeconds: passSeconds(settings.leaseSeconds),
     monitorIntervalSeconds: passSeconds(settings.leaseSeconds),
-    maintenanceIntervalSeconds: passSeconds(settings.leaseSeconds),
   });
   onBossError(boss, settings.onError);
   await boss.start();

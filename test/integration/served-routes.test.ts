@@ -71,13 +71,14 @@ describe('the routes a long-running process serves', () => {
     await handle?.close();
   });
 
-  it('reads the database clock and the verifications once per /metrics scrape', async () => {
+  /** The routes of a process of ACCOUNT on the counted database, with `env` as its settings. */
+  function servedRoutes(env: Record<string, string>) {
     const config = loadConfig({
       TELESYNC_AUTH_ID: ACCOUNT.authId,
       TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
-      TELESYNC_HTTP_PORT: '0',
+      ...env,
     });
-    const routes = createServedRoutes({
+    return createServedRoutes({
       config,
       accounts: config.accounts,
       database,
@@ -86,6 +87,10 @@ describe('the routes a long-running process serves', () => {
       plan: planSchedule(config.schedule.crons),
       processMetrics: false,
     });
+  }
+
+  it('reads the database clock and the verifications once per /metrics scrape', async () => {
+    const routes = servedRoutes({ TELESYNC_HTTP_PORT: '0' });
     for (let scrape = 1; scrape <= 3; scrape++) {
       const before = { clock: counter.clock, verifications: counter.verifications };
       const samples = parsePrometheusText((await routes.metrics.render()).body);
@@ -104,20 +109,9 @@ describe('the routes a long-running process serves', () => {
   });
 
   it('serves the status page to viewers who ask at once from one read of the stored calls', async () => {
-    const config = loadConfig({
-      TELESYNC_AUTH_ID: ACCOUNT.authId,
-      TELESYNC_AUTH_TOKEN: ACCOUNT.authToken,
+    const routes = servedRoutes({
       TELESYNC_HTTP_HOST: '127.0.0.1',
       TELESYNC_HTTP_PORT: String(await freePort()),
-    });
-    const routes = createServedRoutes({
-      config,
-      accounts: config.accounts,
-      database,
-      log: createLogger({ level: 'warn', secrets: [ACCOUNT.authToken], pretty: false }),
-      streams: ['trunk_calls'],
-      plan: planSchedule(config.schedule.crons),
-      processMetrics: false,
     });
     const server = await routes.serve();
     try {

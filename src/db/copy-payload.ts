@@ -64,17 +64,15 @@ const COPY_CHUNK_BYTES = 256 * 1024;
  * the bytes are written once, outside the JavaScript heap, and go to the socket as they are.
  */
 export class CopyText {
-  readonly #chunks: Buffer[] = [];
-  #current: Buffer | undefined;
-  #used = 0;
+  readonly #out = new ByteChunks();
 
   /** Adds one row: `line` is its fields in COPY text format, tab-separated, without a newline. */
   append(line: string): void {
     // A UTF-16 code unit is at most three bytes of UTF-8.
-    const current = this.#roomFor(line.length * 3 + 1);
-    const written = current.write(line, this.#used, 'utf8');
-    current[this.#used + written] = NEWLINE;
-    this.#used += written + 1;
+    const current = this.#out.roomFor(line.length * 3 + 1);
+    const written = current.write(line, this.#out.used, 'utf8');
+    current[this.#out.used + written] = NEWLINE;
+    this.#out.used += written + 1;
   }
 
   /**
@@ -94,12 +92,12 @@ export class CopyText {
     // Ends with the tab before the last field.
     const head = fields.join('\t');
     fields[lastIndex] = last;
-    const current = this.#roomFor((head.length + last.length) * 3 + 1);
-    let used = this.#used;
+    const current = this.#out.roomFor((head.length + last.length) * 3 + 1);
+    let used = this.#out.used;
     used += current.write(head, used, 'utf8');
     used += current.write(last, used, 'utf8');
     current[used] = NEWLINE;
-    this.#used = used + 1;
+    this.#out.used = used + 1;
   }
 
   /**
@@ -113,13 +111,13 @@ export class CopyText {
     fields[lastIndex] = '';
     const head = fields.join('\t');
     fields[lastIndex] = placeholder;
-    const current = this.#roomFor(head.length * 3 + last.length + 1);
-    let used = this.#used;
+    const current = this.#out.roomFor(head.length * 3 + last.length + 1);
+    let used = this.#out.used;
     used += current.write(head, used, 'utf8');
     current.set(last, used);
     used += last.length;
     current[used] = NEWLINE;
-    this.#used = used + 1;
+    this.#out.used = used + 1;
   }
 
   /**
@@ -140,9 +138,9 @@ export class CopyText {
     for (const index of indexes) {
       const row = rows[index];
       if (row === undefined) throw new RangeError(`no row ${index} in ${rows.length}`);
-      const target = picked.#roomFor(row.length);
-      row.copy(target, picked.#used);
-      picked.#used += row.length;
+      const target = picked.#out.roomFor(row.length);
+      row.copy(target, picked.#out.used);
+      picked.#out.used += row.length;
     }
     return picked;
   }
@@ -165,29 +163,50 @@ export class CopyText {
 
   /** The filled part of every chunk, in order. */
   chunks(): Buffer[] {
-    const chunks = [...this.#chunks];
-    if (this.#current !== undefined && this.#used > 0) {
-      chunks.push(this.#current.subarray(0, this.#used));
-    }
-    return chunks;
+    return this.#out.filled();
   }
 
   /** The rows as one string (for tests and diagnostics: the loader sends the chunks). */
   toString(): string {
     return Buffer.concat(this.chunks()).toString('utf8');
   }
+}
 
-  /** The chunk to write the next row in, with at least `room` bytes free from `#used`. */
-  #roomFor(room: number): Buffer {
-    if (this.#current !== undefined && this.#current.length - this.#used >= room) {
+/**
+ * Byte chunks written row by row: a row never spans two chunks, so a batch goes to the socket as a
+ * few large writes and a row can be found again within one chunk.
+ */
+export class ByteChunks {
+  readonly #chunks: Buffer[] = [];
+  #current: Buffer | undefined;
+  /** Bytes written into the current chunk. */
+  used = 0;
+
+  /** How many chunks are full: the index the current chunk will have among filled(). */
+  get fullCount(): number {
+    return this.#chunks.length;
+  }
+
+  /** The chunk to write the next row in, with at least `room` bytes free from `used`. */
+  roomFor(room: number): Buffer {
+    if (this.#current !== undefined && this.#current.length - this.used >= room) {
       return this.#current;
     }
-    if (this.#current !== undefined && this.#used > 0) {
-      this.#chunks.push(this.#current.subarray(0, this.#used));
+    if (this.#current !== undefined && this.used > 0) {
+      this.#chunks.push(this.#current.subarray(0, this.used));
     }
     this.#current = Buffer.allocUnsafe(Math.max(COPY_CHUNK_BYTES, room));
-    this.#used = 0;
+    this.used = 0;
     return this.#current;
+  }
+
+  /** The filled part of every chunk, in order. */
+  filled(): Buffer[] {
+    const chunks = [...this.#chunks];
+    if (this.#current !== undefined && this.used > 0) {
+      chunks.push(this.#current.subarray(0, this.used));
+    }
+    return chunks;
   }
 }
 

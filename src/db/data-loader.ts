@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
-import { CopyPayload, CopyText, encodeCopyValue } from './copy-payload.js';
+import { CopyBinary } from './copy-binary.js';
+import { CopyPayload, CopyText, encodeCopyValue, type CopyBytes } from './copy-payload.js';
 import {
   loadConnectionOf,
   type LoadConnection,
   type TransactionRunner,
 } from './load-connection.js';
 import { qualifiedName, quoteIdent } from './identifiers.js';
+import { parseEpochMicros } from '../util/micros.js';
 import { RecordJson } from '../util/record-json.js';
 import { VOLATILE_RAW_KEYS, type DataTableSpec } from './table-specs.js';
 
@@ -53,36 +55,59 @@ const UNIQUE_VIOLATION = '23505';
 export type LoadRow = Readonly<Record<string, unknown>>;
 
 /**
- * Rows made ready for loading as they are buffered: each row's line in the batch's COPY text, and
- * its key. A batch waits a fraction of a
- * second or more before it is written: its COPY text is bytes outside the JavaScript heap, a
+ * Rows made ready for loading as they are buffered: each row in the batch's COPY data (text, or
+ * binary for a table whose spec gives its column types), and its key. A batch waits a fraction of a
+ * second or more before it is written: its COPY data is bytes outside the JavaScript heap, a
  * third the size of the row objects with their strings and nothing for the collector to trace, so
  * a backfill's heap stays small without extra full collections.
  */
 export class PreparedRows {
   /** Each row's key columns, joined: the last row of a key wins. */
   readonly keys: string[] = [];
-  /** The rows in COPY text format. */
-  readonly copyText = new CopyText();
+  /** The rows in COPY text format, unless the table's rows go in as binary. */
+  readonly copyText: CopyText | undefined;
+  /** The rows in COPY binary format, for a table whose spec gives its column types. */
+  readonly copyBinary: CopyBinary | undefined;
   /**
-   * Whether each COPY line starts with a synced_at field (STAMP_PLACEHOLDER until sent), so the
-   * same text can go into the table itself (UpsertOptions.direct) or into the staging table.
+   * Whether each row starts with a synced_at field (a placeholder until sent), so the same data
+   * can go into the table itself (UpsertOptions.direct) or into the staging table.
    */
   readonly stamped: boolean;
-  /** One row's encoded fields, reused row after row. */
+  /** One row's encoded fields (text) or values (binary), reused row after row. */
   readonly #fields: string[];
+  readonly #values: unknown[];
 
   constructor(readonly spec: DataTableSpec) {
     this.stamped = !spec.snapshot;
     const offset = this.stamped ? 1 : 0;
+    const copyTypes = spec.copyTypes;
+    if (copyTypes !== undefined) {
+      const types = spec.columns.map((column) => {
+        const type = copyTypes[column];
+        if (type === undefined) throw new Error(`${spec.table}.${column} has no COPY type`);
+        return type;
+      });
+      this.copyBinary = new CopyBinary(this.stamped ? ['timestamptz', ...types] : types);
+    } else {
+      this.copyText = new CopyText();
+    }
     this.#fields = new Array<string>(spec.columns.length + offset).fill('');
-    if (this.stamped) this.#fields[0] = STAMP_PLACEHOLDER;
+    this.#values = new Array<unknown>(spec.columns.length + offset).fill(null);
+    if (this.stamped) {
+      this.#fields[0] = STAMP_PLACEHOLDER;
+      this.#values[0] = STAMP_PLACEHOLDER;
+    }
   }
 
-  /** The quoted columns of the COPY text's fields, in order. */
+  /** The quoted columns of the COPY data's fields, in order. */
   copyColumns(): string[] {
     const columns = this.spec.columns.map(quoteIdent);
     return this.stamped ? [quoteIdent('synced_at'), ...columns] : columns;
+  }
+
+  /** COPY's options for the data (CopyPayload.options). */
+  get copyOptions(): string {
+    return this.copyBinary === undefined ? '' : 'FORMAT binary';
   }
 
   get length(): number {
@@ -92,21 +117,54 @@ export class PreparedRows {
   /** Adds `row`, whose key (`rowKey`) the caller may have computed already. */
   add(row: LoadRow, key: string = rowKey(row, this.spec.key)): void {
     this.keys.push(key);
-    const fields = this.#fields;
     const columns = this.spec.columns;
     const offset = this.stamped ? 1 : 0;
+    if (this.copyBinary !== undefined) {
+      const values = this.#values;
+      for (let c = 0; c < columns.length; c++) values[c + offset] = row[columns[c]!];
+      this.copyBinary.append(values);
+      // The last value is often a view of its page's body: not kept alive until the next row.
+      values[values.length - 1] = null;
+      return;
+    }
+    const copyText = this.copyText!;
+    const fields = this.#fields;
     const lastColumn = columns.length - 1;
     for (let c = 0; c < lastColumn; c++) fields[c + offset] = encodeCopyValue(row[columns[c]!]);
     // The last column is the record's raw JSON: its bytes as received when COPY takes them so.
     const last = row[columns[lastColumn]!];
     if (last instanceof RecordJson && last.plainBytes) {
-      this.copyText.appendFieldsWithBytes(fields, last.bytes);
+      copyText.appendFieldsWithBytes(fields, last.bytes);
       return;
     }
     fields[lastColumn + offset] = encodeCopyValue(last);
-    this.copyText.appendFields(fields);
+    copyText.appendFields(fields);
     // The last field is often a slice of its page's whole text: not kept alive until the next row.
     fields[fields.length - 1] = '';
+  }
+
+  /**
+   * Writes `syncedAt` (ISO 8601 in UTC) as every row's synced_at; false when it cannot be written
+   * in place (then the rows keep their placeholder and must not be sent as they are).
+   */
+  stampRows(syncedAt: string): boolean {
+    if (!this.stamped) return false;
+    if (this.copyBinary !== undefined) {
+      const micros = parseEpochMicros(syncedAt);
+      if (micros === undefined) return false;
+      this.copyBinary.overwriteFirstTimestamps(micros);
+      return true;
+    }
+    const stamp = fixedStamp(syncedAt);
+    if (stamp === undefined) return false;
+    this.copyText!.overwriteRowStarts(stamp);
+    return true;
+  }
+
+  /** The COPY data of the rows at `indexes` (all of them when undefined), in that order. */
+  copyData(indexes?: readonly number[]): CopyBytes {
+    const data = this.copyBinary ?? this.copyText!;
+    return indexes === undefined ? data : data.pick(indexes);
   }
 }
 
@@ -150,18 +208,25 @@ export async function upsertPreparedRows(
   const unique = lastIndexPerKey(prepared.keys);
   if (unique.length === 0) return { upserted: 0, written: 0 };
   let direct: UpsertResult['direct'];
-  const stamp = prepared.stamped ? fixedStamp(syncedAt) : undefined;
   // A batch holding a key twice would conflict with itself: upserted, so the last row wins.
-  if (options.direct === true && stamp !== undefined && unique.length === prepared.length) {
-    prepared.copyText.overwriteRowStarts(stamp);
+  if (
+    options.direct === true &&
+    unique.length === prepared.length &&
+    prepared.stampRows(syncedAt)
+  ) {
     const target = qualifiedName(schema, spec.table);
     try {
       // The savepoint goes in the COPY's message (no round trip of its own). It is left open: a
       // transaction writes one batch, and the subtransaction ends with it.
       const copied = await load.copyIn(
-        new CopyPayload(target, prepared.copyColumns(), prepared.copyText, [
-          `SAVEPOINT ${DIRECT_SAVEPOINT}`,
-        ]),
+        new CopyPayload(
+          target,
+          prepared.copyColumns(),
+          prepared.copyData(),
+          [`SAVEPOINT ${DIRECT_SAVEPOINT}`],
+          [],
+          prepared.copyOptions,
+        ),
       );
       return { upserted: unique.length, written: copied, direct: 'written' };
     } catch (error) {
@@ -175,8 +240,7 @@ export async function upsertPreparedRows(
     `CREATE TEMP TABLE IF NOT EXISTS ${quoteIdent(staging)} ` +
     `(LIKE ${qualifiedName(schema, spec.table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`;
   const before: string[] = [];
-  const text =
-    unique.length === prepared.length ? prepared.copyText : prepared.copyText.pick(unique);
+  const data = prepared.copyData(unique.length === prepared.length ? undefined : unique);
   // ON COMMIT DELETE ROWS empties the staging table at commit, so only a second batch in the
   // same transaction finds rows there (the first one's): emptied first then, and only then, since
   // with many accounts loading small batches each statement counts. DELETE, not TRUNCATE:
@@ -186,7 +250,14 @@ export async function upsertPreparedRows(
   if (load.stagedInTransaction.has(staging)) before.push(`DELETE FROM ${quoteIdent(staging)}`);
   load.stagedInTransaction.add(staging);
   await load.copyIn(
-    new CopyPayload(quoteIdent(staging), prepared.copyColumns(), text, before, [createStaging]),
+    new CopyPayload(
+      quoteIdent(staging),
+      prepared.copyColumns(),
+      data,
+      before,
+      [createStaging],
+      prepared.copyOptions,
+    ),
   );
   // Prepared: the same text every batch, whose parsing and planning cost the server about 0.3 ms
   // of CPU a batch (docs/scaling.md, "The cost of a loading transaction").

@@ -6,10 +6,12 @@ import { parseRecordBody } from '../../src/api/received-json.js';
 import { upsertDataRows } from '../../src/db/data-loader.js';
 import { loadConnectionOf } from '../../src/db/load-connection.js';
 import { quarantineRecords } from '../../src/db/repositories/rejected-records-repository.js';
-import { MESSAGES, POWERPACKS } from '../../src/db/table-specs.js';
+import { MESSAGES, POWERPACKS, TRUNK_CALLS } from '../../src/db/table-specs.js';
 import { normalizeMessage } from '../../src/normalize/normalize-message.js';
 import { normalizePowerpack } from '../../src/normalize/normalize-powerpack.js';
 import { payloadDigest } from '../../src/util/payload-digest.js';
+import { RecordJson } from '../../src/util/record-json.js';
+import { trunkCallRow } from '../support/load-rows.js';
 import { bothDatabases, createTestDatabase } from '../support/test-database.js';
 
 const received = (value: object) =>
@@ -231,6 +233,94 @@ describe.each(bothDatabases())('exact values on $description', (target) => {
       expect(new Set(back.rows.map((row) => row.at))).toEqual(
         new Set(['2022-03-29T05:40:29.456727Z']),
       );
+    } finally {
+      await handle.close();
+    }
+  });
+
+  it("stores trunk calls sent as COPY binary exactly as the server reads the same values' text", async () => {
+    const handle = await createTestDatabase({ target });
+    try {
+      const { database } = handle;
+      const amounts = [
+        '0',
+        '-0',
+        '-0.00',
+        '0.00850',
+        '-0.00850',
+        '0.0001',
+        '1.0000',
+        '9999.9999',
+        '10000',
+        '-1',
+        '00012.3400',
+        '100000000.00000001',
+        '123456789012345678901234567890.000000000000000000000000000001',
+        `${'9'.repeat(49)}.${'0'.repeat(49)}1`,
+      ];
+      const times = [
+        '1900-01-01T00:00:00Z',
+        '1999-12-31T23:59:59.999999Z',
+        '2000-01-01T00:00:00Z',
+        '2024-02-29T12:00:00.123Z',
+        '2026-08-31T23:59:16.5Z',
+        '2199-12-31T23:59:59.000001Z',
+        '2022-03-29 11:10:29.456727+05:30',
+      ];
+      const texts = ['', 'a\tb\\c\nd \\N', 'ünïcødé ☎ 🙂', `${'é'.repeat(40)}${'x'.repeat(40)}`];
+      const integers = [-2_147_483_648, 2_147_483_647, 0];
+      const rows = amounts.map((amount, index) => {
+        const base = trunkCallRow(`c${index}`);
+        return {
+          ...base,
+          total_amount: amount,
+          total_rate: amounts[amounts.length - 1 - index]!,
+          initiation_time: times[index % times.length]!,
+          answer_time: index % 3 === 0 ? null : times[(index + 1) % times.length]!,
+          end_time: times[(index + 2) % times.length]!,
+          hangup_cause_name: texts[index % texts.length]!,
+          parent_call_uuid: index % 2 === 0 ? null : texts[(index + 1) % texts.length]!,
+          call_duration: integers[index % integers.length]!,
+          billed_duration: index % 4 === 0 ? null : integers[(index + 1) % integers.length]!,
+          raw: new RecordJson(
+            Buffer.from(JSON.stringify({ call_uuid: `c${index}`, note: 'tab\t"q"' })),
+            JSON.stringify({ call_uuid: `c${index}`, note: 'tab\t"q"' }),
+            false,
+          ),
+        };
+      });
+      // The same rows through COPY binary (direct, then staged by a conflict) and as text values
+      // the server parses itself, into a twin table.
+      for (const direct of [true, false]) {
+        await database.root.transaction().execute((trx) =>
+          upsertDataRows(trx, database.schema, TRUNK_CALLS, rows, '2026-11-21T00:00:00.25Z', {
+            direct,
+          }),
+        );
+      }
+      const twin = qualifiedName(database.schema, 'trunk_calls_twin');
+      await sql
+        .raw(`CREATE TABLE ${twin} (LIKE ${qualifiedName(database.schema, 'trunk_calls')})`)
+        .execute(database.root);
+      for (const row of rows) {
+        const values = TRUNK_CALLS.columns.map((column) => {
+          const value = (row as Record<string, unknown>)[column];
+          if (value === null || value instanceof RecordJson) return value?.text ?? null;
+          return typeof value === 'number' ? String(value) : (value as string);
+        });
+        await sql`INSERT INTO ${sql.raw(twin)} (${sql.raw(TRUNK_CALLS.columns.map(quoteIdent).join(', '))}, synced_at)
+          VALUES (${sql.join(values)}, '2026-11-21T00:00:00.25Z')`.execute(database.root);
+      }
+      const asText = (table: string) =>
+        sql<{ line: string }>`
+          SELECT concat_ws('|', ${sql.raw(TRUNK_CALLS.columns.map((column) => `coalesce(${quoteIdent(column)}::text, '<null>')`).join(', '))}, synced_at::text) AS line
+            FROM ${sql.raw(table)} ORDER BY call_uuid`
+          .execute(database.root)
+          .then((result) => result.rows.map((row) => row.line));
+      const loaded = await asText(qualifiedName(database.schema, 'trunk_calls'));
+      expect(loaded).toHaveLength(rows.length);
+      expect(loaded).toEqual(await asText(twin));
+      expect(loaded.join('\n')).toContain('|0.00850|');
     } finally {
       await handle.close();
     }

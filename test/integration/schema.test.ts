@@ -145,6 +145,22 @@ describe('the table specs (src/db/table-specs.ts) and the migrated tables', () =
       `.execute(handle.database.root);
       expect(keys.rows.map((row) => row.column_name)).toEqual(spec.key);
     });
+
+    if (spec.copyTypes !== undefined) {
+      const copyTypes = spec.copyTypes;
+      it(`${spec.table}: each column's COPY binary type is the migrated column's type`, () => {
+        const sqlType: Record<string, string> = {
+          text: 'text',
+          integer: 'integer',
+          numeric: 'numeric',
+          timestamptz: 'timestamp with time zone',
+          json: 'json',
+        };
+        const migrated = spec.columns.map((name) => [name, column(spec.table, name)?.data_type]);
+        const declared = spec.columns.map((name) => [name, sqlType[copyTypes[name] ?? '']]);
+        expect(declared).toEqual(migrated);
+      });
+    }
   }
 });
 

@@ -68,9 +68,9 @@ describe('PreparedRows', () => {
       fromBytes.add({ ...endpoint(`e${index}`, 'a'), raw });
       fromText.add({ ...endpoint(`e${index}`, 'a'), raw: record.text });
     }
-    expect(fromBytes.copyText.toString()).toBe(fromText.copyText.toString());
-    const raws = fromBytes.copyText
-      .toString()
+    expect(fromBytes.copyText!.toString()).toBe(fromText.copyText!.toString());
+    const raws = fromBytes
+      .copyText!.toString()
       .split('\n')
       .slice(0, 3)
       .map((line) => line.split('\t').at(-1));
@@ -82,22 +82,25 @@ describe('PreparedRows', () => {
     const row = endpoint('e1', 'tab\there');
     copy.add(row);
     expect(copy.keys).toEqual(['A\u0001e1']);
-    const fields = copy.copyText.toString().split('\n')[0]!.split('\t');
-    expect(copy.copyText.toString().endsWith('\n')).toBe(true);
+    const fields = copy.copyText!.toString().split('\n')[0]!.split('\t');
+    expect(copy.copyText!.toString().endsWith('\n')).toBe(true);
     expect(fields).toHaveLength(spec.columns.length);
     expect(fields[spec.columns.indexOf('alias')]).toBe('tab\\there');
     expect(fields[spec.columns.indexOf('sip_registered')]).toBe('f');
     expect(fields[spec.columns.indexOf('raw')]).toBe('{"id":"e1"}');
   });
 
-  it('starts each COPY line of a table that is not a snapshot with a synced_at placeholder', () => {
+  it('writes trunk_calls rows in COPY binary, each starting with a synced_at placeholder', () => {
     const calls = new PreparedRows(TRUNK_CALLS);
     calls.add(trunkCallRow('c1'));
-    const fields = calls.copyText.toString().split('\n')[0]!.split('\t');
+    expect(calls.copyText).toBeUndefined();
+    expect(calls.copyOptions).toBe('FORMAT binary');
+    const [fields] = binaryRows(calls.copyData().chunks());
     expect(calls.copyColumns()[0]).toBe('"synced_at"');
     expect(fields).toHaveLength(TRUNK_CALLS.columns.length + 1);
-    expect(fields[0]).toBe('1970-01-01T00:00:00.000000Z');
-    expect(fields[1 + TRUNK_CALLS.columns.indexOf('call_uuid')]).toBe('c1');
+    // 1970-01-01 is 946,684,800 s before PostgreSQL's epoch.
+    expect(fields![0]!.readBigInt64BE()).toBe(-946_684_800_000_000n);
+    expect(fields![1 + TRUNK_CALLS.columns.indexOf('call_uuid')]!.toString()).toBe('c1');
   });
 
   it('sends a batch asked to go directly as a COPY into the table, stamped, after a savepoint', async () => {
@@ -112,13 +115,27 @@ describe('PreparedRows', () => {
     expect(queries).toHaveLength(1);
     const payload = copyPayloadOf(queries[0]!)!;
     expect(payload.target).toBe('"telephony"."trunk_calls"');
+    expect(payload.statement('STDIN')).toMatch(/ WITH \(FORMAT binary\)$/);
     expect(firstWords(payload.before)).toEqual(['savepoint']);
-    const stamps = Buffer.concat(payload.chunks())
-      .toString('utf8')
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => line.split('\t')[0]);
-    expect(stamps).toEqual(['2026-11-21T00:00:00.500000Z', '2026-11-21T00:00:00.500000Z']);
+    const stamp = BigInt(Date.parse('2026-11-21T00:00:00Z') - Date.parse('2000-01-01T00:00:00Z'));
+    const stamps = binaryRows(payload.chunks()).map((fields) => fields[0]!.readBigInt64BE());
+    expect(stamps).toEqual([stamp * 1000n + 500_000n, stamp * 1000n + 500_000n]);
+  });
+
+  it('upserts only the last trunk call of each key, picked from the binary rows', async () => {
+    const calls = new PreparedRows(TRUNK_CALLS);
+    for (const id of ['c1', 'c2', 'c1']) calls.add(trunkCallRow(id));
+    const { runner, queries } = recordingRunner();
+    const result = await upsertPreparedRows(runner, 'telephony', calls, '2026-11-21T00:00:00Z', {
+      direct: true,
+    });
+    expect(result.direct).toBeUndefined();
+    const copy = copyPayloadOf(queries[0]!)!;
+    const uuid = 1 + TRUNK_CALLS.columns.indexOf('call_uuid');
+    expect(binaryRows(copy.chunks()).map((fields) => fields[uuid]!.toString())).toEqual([
+      'c2',
+      'c1',
+    ]);
   });
 
   it('sends the last row of each key once, in COPY text, one line per row', async () => {
@@ -183,3 +200,26 @@ describe('PreparedRows', () => {
     expect(second?.sql).toBe(first?.sql);
   });
 });
+
+/** The rows of COPY binary data, each as its fields' bytes (null for SQL null). */
+function binaryRows(chunks: readonly Buffer[]): (Buffer | null)[][] {
+  const data = Buffer.concat(chunks);
+  expect(data.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0');
+  const rows: (Buffer | null)[][] = [];
+  let at = 19;
+  for (;;) {
+    const count = data.readInt16BE(at);
+    at += 2;
+    if (count === -1) break;
+    const fields: (Buffer | null)[] = [];
+    for (let index = 0; index < count; index++) {
+      const length = data.readInt32BE(at);
+      at += 4;
+      fields.push(length === -1 ? null : data.subarray(at, at + length));
+      if (length > 0) at += length;
+    }
+    rows.push(fields);
+  }
+  expect(at).toBe(data.length);
+  return rows;
+}

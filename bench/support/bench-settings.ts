@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CONFIG_DEFAULTS } from '../../src/config/load-config.js';
 import { DEFAULT_DATABASE_URL } from './bench-database.js';
@@ -207,7 +208,8 @@ export function parseBenchSettings(
     profile: values['no-profile'] === true ? false : (values.profile ?? !quick),
     profileDays: 30,
     warmup: values['no-warmup'] !== true,
-    resultsDir: values['results-dir'] ?? defaultResultsDir,
+    // Absolute: the benchmarks run from a copy of the code, whose own directory is deleted after.
+    resultsDir: resolve(values['results-dir'] ?? defaultResultsDir),
     snapshot: values['no-snapshot'] !== true,
     faultHarness,
     summaryOnly: values['summary-only'] === true,

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   buildComparisonReport,
@@ -75,6 +76,11 @@ describe('--against (benchmark 1 against another commit)', () => {
       summary: '/tmp/telesync-bench-results/summary-against-quick.md',
     });
     expect(resultPaths(settings([])).json).toBe('/tmp/telesync-bench-results/latest.json');
+  });
+
+  it('writes a results directory given as a relative path where it was run from', () => {
+    // The benchmarks run from a copy of the code whose directory is deleted afterwards.
+    expect(settings(['--results-dir', 'bench/results']).resultsDir).toBe(resolve('bench/results'));
   });
 
   it('refuses other benchmarks and an empty or option-like ref', () => {

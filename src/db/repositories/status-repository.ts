@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type NotNull } from 'kysely';
 import type { LookupStatus, RunStatus, Tables } from '../schema.js';
 import type { LookupQueue } from './lookup-queue-repository.js';
 
@@ -75,10 +75,11 @@ export async function findKnownAccounts(db: Kysely<Tables>): Promise<string[]> {
     .selectFrom('stored')
     .select('account_id')
     .where('account_id', 'is not', null)
+    .$narrowType<{ account_id: NotNull }>()
     .union(db.selectFrom('sync_runs').select('account_id'))
     .union(db.selectFrom('sync_state').select('account_id'))
     .execute();
-  return rows.map((row) => row.account_id as string).sort();
+  return rows.map((row) => row.account_id).sort();
 }
 
 /** The status of one account × stream, read in a handful of indexed queries. */

@@ -68,12 +68,17 @@ export interface OpenDatabaseOptions {
 /** The directory below TELESYNC_DATA_DIR where PGlite keeps its files. */
 export const EMBEDDED_PGDATA_DIR = 'pgdata';
 
+/** Where PGlite keeps the files of the embedded database under TELESYNC_DATA_DIR `dataDir`. */
+export function embeddedPgdata(dataDir: string): string {
+  return join(resolve(dataDir), EMBEDDED_PGDATA_DIR);
+}
+
 /**
  * Whether the embedded database under `dataDir` exists: the first command that opens it creates
  * it (PostgreSQL's initdb, seconds and about a gigabyte at its peak).
  */
 export function embeddedDatabaseExists(dataDir: string): boolean {
-  return existsSync(join(resolve(dataDir), EMBEDDED_PGDATA_DIR, 'PG_VERSION'));
+  return existsSync(join(embeddedPgdata(dataDir), 'PG_VERSION'));
 }
 
 /**
@@ -97,7 +102,7 @@ export async function openDatabase(
   const dataDir = resolve(config.dataDir);
   const lock = lockEmbeddedDirectory(dataDir, options.command ?? 'telesync');
   try {
-    const pgdata = join(dataDir, EMBEDDED_PGDATA_DIR);
+    const pgdata = embeddedPgdata(dataDir);
     removeStalePostmasterLock(pgdata);
     const pglite = await openPGlite(pgdata).catch((error: unknown) => {
       throw new DatabaseUnreachableError(

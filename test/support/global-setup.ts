@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { EMBEDDED_PGDATA_DIR, openPGlite } from '../../src/db/connect.js';
+import { embeddedPgdata, openPGlite } from '../../src/db/connect.js';
 import { chooseTestDatabase, type TestDatabaseTarget } from './choose-test-database.js';
 
 declare module 'vitest' {
@@ -40,7 +40,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
  */
 async function embeddedTemplate(): Promise<string> {
   const dataDir = mkdtempSync(join(tmpdir(), 'telesync-template-'));
-  const pglite = await openPGlite(join(dataDir, EMBEDDED_PGDATA_DIR));
+  const pglite = await openPGlite(embeddedPgdata(dataDir));
   await pglite.close();
   return dataDir;
 }

@@ -1,11 +1,12 @@
-import { daysFromCivil, daysInMonth, parseEpochMicros } from '../util/micros.js';
+import { parseEpochMicros } from '../util/micros.js';
 import { RecordJson } from '../util/record-json.js';
 import { ByteChunks, type CopyBytes } from './copy-payload.js';
 
 /**
  * Column types a row can be written in for COPY's binary format. The server reads each value by a
  * length and its bytes instead of splitting lines and parsing text: for trunk_calls a sixth less
- * of the loading backend's CPU (docs/performance.md, "Binary COPY for trunk_calls").
+ * of the loading backend's CPU (docs/performance.md, "`trunk_calls` rows go in by COPY's binary
+ * format").
  */
 export type BinaryCopyType = 'text' | 'integer' | 'numeric' | 'timestamptz' | 'json';
 
@@ -133,7 +134,7 @@ function writeField(chunk: Buffer, at: number, type: BinaryCopyType, value: unkn
       end = putInt32(chunk, start, value as number);
       break;
     case 'timestamptz':
-      end = writeTimestampValue(chunk, start, isoMicros(scalarText(value)));
+      end = writeTimestampValue(chunk, start, timestampMicros(value));
       break;
     case 'numeric':
       end = writeNumericValue(chunk, start, scalarText(value));
@@ -200,6 +201,19 @@ function jsonText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/**
+ * A row's timestamp as epoch microseconds: given so, or as date-time text (a normaliser's ISO 8601
+ * in UTC). Text that is no date-time is a programming error, not a record's fault: the normaliser
+ * checked the record's text and wrote this one.
+ */
+function timestampMicros(value: unknown): number {
+  if (typeof value === 'number') return value;
+  const text = scalarText(value);
+  const micros = parseEpochMicros(text);
+  if (micros === undefined) throw new RangeError(`not a date-time: ${text}`);
+  return micros;
+}
+
 /** Microseconds from the Unix epoch to PostgreSQL's (2000-01-01T00:00:00Z). */
 const POSTGRES_EPOCH_MICROS = 946_684_800_000_000;
 const TWO_TO_32 = 4_294_967_296;
@@ -213,84 +227,6 @@ function writeTimestampValue(chunk: Buffer, at: number, epochMicros: number): nu
   const high = Math.floor(value / TWO_TO_32);
   putInt32(chunk, at, high);
   return putInt32(chunk, at + 4, value - high * TWO_TO_32);
-}
-
-/**
- * Epoch microseconds of a row's timestamp: a normaliser writes ISO 8601 in UTC
- * (`2026-08-31T23:59:16Z`, with a fraction of up to six digits when not zero), read here by its
- * fixed layout; any other date-time text goes through parseEpochMicros. Text that is no date-time
- * is a programming error, not a record's fault: the normaliser checked the record's text and wrote
- * this one.
- */
-export function isoMicros(iso: string): number {
-  const micros = utcIsoMicros(iso);
-  if (micros !== undefined) return micros;
-  const parsed = parseEpochMicros(iso);
-  if (parsed === undefined) throw new RangeError(`not a date-time: ${iso}`);
-  return parsed;
-}
-
-/** `YYYY-MM-DDTHH:MM:SSZ` or `YYYY-MM-DDTHH:MM:SS.f…Z` (1–6 fraction digits); else undefined. */
-function utcIsoMicros(iso: string): number | undefined {
-  const length = iso.length;
-  if (
-    length < 20 ||
-    length === 21 ||
-    length > 27 ||
-    iso.charCodeAt(4) !== DASH ||
-    iso.charCodeAt(7) !== DASH ||
-    iso.charCodeAt(10) !== LETTER_T ||
-    iso.charCodeAt(13) !== COLON ||
-    iso.charCodeAt(16) !== COLON ||
-    iso.charCodeAt(length - 1) !== LETTER_Z ||
-    (length > 20 && iso.charCodeAt(19) !== POINT)
-  ) {
-    return undefined;
-  }
-  const year = digitsAt(iso, 0, 4);
-  const month = digitsAt(iso, 5, 2);
-  const day = digitsAt(iso, 8, 2);
-  const hour = digitsAt(iso, 11, 2);
-  const minute = digitsAt(iso, 14, 2);
-  const second = digitsAt(iso, 17, 2);
-  let fraction = 0;
-  if (length > 20) {
-    const digits = length - 21;
-    fraction = digitsAt(iso, 20, digits) * FRACTION_SCALE[digits]!;
-  }
-  if (
-    Number.isNaN(year + month + day + hour + minute + second + fraction) ||
-    month < 1 ||
-    month > 12 ||
-    day < 1 ||
-    day > daysInMonth(year, month) ||
-    hour > 23 ||
-    minute > 59 ||
-    second > 59
-  ) {
-    return undefined;
-  }
-  const seconds = daysFromCivil(year, month, day) * 86_400 + hour * 3_600 + minute * 60 + second;
-  return seconds * 1_000_000 + fraction;
-}
-
-const DASH = 0x2d;
-const COLON = 0x3a;
-const POINT = 0x2e;
-const LETTER_T = 0x54;
-const LETTER_Z = 0x5a;
-/** What a fraction of n digits is multiplied by to be microseconds. */
-const FRACTION_SCALE = [0, 100_000, 10_000, 1_000, 100, 10, 1];
-
-/** The number the `count` decimal digits at `at` spell; NaN when one is not a digit. */
-function digitsAt(text: string, at: number, count: number): number {
-  let value = 0;
-  for (let i = at; i < at + count; i++) {
-    const digit = text.charCodeAt(i) - DIGIT_0;
-    if (digit < 0 || digit > 9) return Number.NaN;
-    value = value * 10 + digit;
-  }
-  return value;
 }
 
 const NUMERIC_NEGATIVE = 0x4000;
@@ -321,15 +257,8 @@ function writeNumericValue(chunk: Buffer, at: number, text: string): number {
   let group = 0;
   let value = 0;
   let inGroup = 4 - (integerDigits - (integerGroups - 1) * 4);
-  for (let i = first; i < integerEnd; i++) {
-    value = value * 10 + digitAt(text, i);
-    if (++inGroup === 4) {
-      digits[group++] = value;
-      value = 0;
-      inGroup = 0;
-    }
-  }
-  for (let i = fractionStart; i < text.length; i++) {
+  for (let i = first; i < text.length; i++) {
+    if (i === point) continue;
     value = value * 10 + digitAt(text, i);
     if (++inGroup === 4) {
       digits[group++] = value;

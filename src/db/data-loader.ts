@@ -64,22 +64,19 @@ export type LoadRow = Readonly<Record<string, unknown>>;
 export class PreparedRows {
   /** Each row's key columns, joined: the last row of a key wins. */
   readonly keys: string[] = [];
-  /** The rows in COPY text format, unless the table's rows go in as binary. */
-  readonly copyText: CopyText | undefined;
-  /** The rows in COPY binary format, for a table whose spec gives its column types. */
-  readonly copyBinary: CopyBinary | undefined;
+  /** The rows in COPY's binary format for a table whose spec gives its column types, else text. */
+  readonly copy: CopyBinary | CopyText;
   /**
    * Whether each row starts with a synced_at field (a placeholder until sent), so the same data
    * can go into the table itself (UpsertOptions.direct) or into the staging table.
    */
   readonly stamped: boolean;
-  /** One row's encoded fields (text) or values (binary), reused row after row. */
-  readonly #fields: string[];
-  readonly #values: unknown[];
+  /** One row's values (binary) or encoded fields (text), reused row after row. */
+  readonly #row: unknown[] | string[];
 
   constructor(readonly spec: DataTableSpec) {
     this.stamped = !spec.snapshot;
-    const offset = this.stamped ? 1 : 0;
+    const width = spec.columns.length + (this.stamped ? 1 : 0);
     const copyTypes = spec.copyTypes;
     if (copyTypes !== undefined) {
       const types = spec.columns.map((column) => {
@@ -87,15 +84,13 @@ export class PreparedRows {
         if (type === undefined) throw new Error(`${spec.table}.${column} has no COPY type`);
         return type;
       });
-      this.copyBinary = new CopyBinary(this.stamped ? ['timestamptz', ...types] : types);
+      this.copy = new CopyBinary(this.stamped ? ['timestamptz', ...types] : types);
+      // The placeholder stamp as epoch microseconds: written without reading a text per row.
+      this.#row = new Array<unknown>(width).fill(0);
     } else {
-      this.copyText = new CopyText();
-    }
-    this.#fields = new Array<string>(spec.columns.length + offset).fill('');
-    this.#values = new Array<unknown>(spec.columns.length + offset).fill(null);
-    if (this.stamped) {
-      this.#fields[0] = STAMP_PLACEHOLDER;
-      this.#values[0] = STAMP_PLACEHOLDER;
+      this.copy = new CopyText();
+      this.#row = new Array<string>(width).fill('');
+      if (this.stamped) this.#row[0] = STAMP_PLACEHOLDER;
     }
   }
 
@@ -107,7 +102,7 @@ export class PreparedRows {
 
   /** COPY's options for the data (CopyPayload.options). */
   get copyOptions(): string {
-    return this.copyBinary === undefined ? '' : 'FORMAT binary';
+    return this.copy instanceof CopyBinary ? 'FORMAT binary' : '';
   }
 
   get length(): number {
@@ -119,16 +114,16 @@ export class PreparedRows {
     this.keys.push(key);
     const columns = this.spec.columns;
     const offset = this.stamped ? 1 : 0;
-    if (this.copyBinary !== undefined) {
-      const values = this.#values;
+    if (this.copy instanceof CopyBinary) {
+      const values = this.#row;
       for (let c = 0; c < columns.length; c++) values[c + offset] = row[columns[c]!];
-      this.copyBinary.append(values);
+      this.copy.append(values);
       // The last value is often a view of its page's body: not kept alive until the next row.
       values[values.length - 1] = null;
       return;
     }
-    const copyText = this.copyText!;
-    const fields = this.#fields;
+    const copyText = this.copy;
+    const fields = this.#row as string[];
     const lastColumn = columns.length - 1;
     for (let c = 0; c < lastColumn; c++) fields[c + offset] = encodeCopyValue(row[columns[c]!]);
     // The last column is the record's raw JSON: its bytes as received when COPY takes them so.
@@ -149,22 +144,21 @@ export class PreparedRows {
    */
   stampRows(syncedAt: string): boolean {
     if (!this.stamped) return false;
-    if (this.copyBinary !== undefined) {
+    if (this.copy instanceof CopyBinary) {
       const micros = parseEpochMicros(syncedAt);
       if (micros === undefined) return false;
-      this.copyBinary.overwriteFirstTimestamps(micros);
+      this.copy.overwriteFirstTimestamps(micros);
       return true;
     }
     const stamp = fixedStamp(syncedAt);
     if (stamp === undefined) return false;
-    this.copyText!.overwriteRowStarts(stamp);
+    this.copy.overwriteRowStarts(stamp);
     return true;
   }
 
   /** The COPY data of the rows at `indexes` (all of them when undefined), in that order. */
   copyData(indexes?: readonly number[]): CopyBytes {
-    const data = this.copyBinary ?? this.copyText!;
-    return indexes === undefined ? data : data.pick(indexes);
+    return indexes === undefined ? this.copy : this.copy.pick(indexes);
   }
 }
 

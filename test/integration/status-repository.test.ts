@@ -11,13 +11,17 @@ afterAll(async () => {
   await handle.close();
 });
 
-function calls(accountId: string, count: number) {
-  return Array.from({ length: count }, (_, index) => ({
-    account_id: accountId,
-    call_uuid: `${accountId}-${String(index).padStart(4, '0')}`,
-    end_time: '2026-11-20T10:01:05Z',
-    raw: '{}',
-  }));
+/** Stores `count` calls of each account named. */
+async function storeCalls(counts: Record<string, number>): Promise<void> {
+  const rows = Object.entries(counts).flatMap(([accountId, count]) =>
+    Array.from({ length: count }, (_, index) => ({
+      account_id: accountId,
+      call_uuid: `${accountId}-${String(index).padStart(4, '0')}`,
+      end_time: '2026-11-20T10:01:05Z',
+      raw: '{}',
+    })),
+  );
+  await handle.database.db.insertInto('trunk_calls').values(rows).execute();
 }
 
 describe('findKnownAccounts', () => {
@@ -26,21 +30,14 @@ describe('findKnownAccounts', () => {
   });
 
   it('finds the accounts of calls alone, with no run or state recorded', async () => {
-    const { db } = handle.database;
-    await db
-      .insertInto('trunk_calls')
-      .values([...calls('MA_C', 3), ...calls('MA_A', 250)])
-      .execute();
-    expect(await findKnownAccounts(db)).toEqual(['MA_A', 'MA_C']);
+    await storeCalls({ MA_C: 3, MA_A: 250 });
+    expect(await findKnownAccounts(handle.database.db)).toEqual(['MA_A', 'MA_C']);
   });
 
   it('lists each account of the calls, the state and the runs once, in order', async () => {
     const { db } = handle.database;
     // Beside those stored before: keys that sort next to theirs, one a prefix of another.
-    await db
-      .insertInto('trunk_calls')
-      .values([...calls('MA_AB', 1), ...calls('MA_B', 2)])
-      .execute();
+    await storeCalls({ MA_AB: 1, MA_B: 2 });
     await db.insertInto('sync_state').values({ account_id: 'MA_S', stream: 'endpoints' }).execute();
     await db
       .insertInto('sync_runs')

@@ -42,6 +42,25 @@ describe('parseEpochMicros', () => {
   ])('refuses %j', (text) => {
     expect(parseEpochMicros(text)).toBeUndefined();
   });
+  it('reads the form telesync writes (ISO 8601 in UTC) by its layout, to the same instants', () => {
+    const base = Date.UTC(2026, 7, 31, 23, 59, 16) * 1000;
+    expect(parseEpochMicros('2026-08-31T23:59:16Z')).toBe(base);
+    expect(parseEpochMicros('2026-08-31T23:59:16.5Z')).toBe(base + 500_000);
+    expect(parseEpochMicros('2026-08-31T23:59:16.000001Z')).toBe(base + 1);
+    expect(parseEpochMicros('2024-02-29T00:00:00.123Z')).toBe(
+      Date.UTC(2024, 1, 29) * 1000 + 123_000,
+    );
+    for (const text of [
+      '2023-02-29T00:00:00Z',
+      '2022-03-29T24:00:00Z',
+      '2022-03-29T05:40:60Z',
+      '2022-03-29T05:40:29.Z',
+      '2022-03-29T05:40:29.1234567Z',
+      '2022-03-29T05:4x:29Z',
+    ]) {
+      expect(parseEpochMicros(text), text).toBeUndefined();
+    }
+  });
   it('keeps years below 100 as they are', () => {
     expect(parseDateTimeParts('0044-03-15 12:00:00Z')?.year).toBe(44);
     expect(formatIsoMicros(parseEpochMicros('0044-03-15T12:00:00Z')!)).toBe('0044-03-15T12:00:00Z');

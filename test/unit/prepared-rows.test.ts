@@ -4,6 +4,8 @@ import type { CopyPayload } from '../../src/db/copy-payload.js';
 import { PreparedRows, rowKey, upsertPreparedRows } from '../../src/db/data-loader.js';
 import type { LoadConnection, RunOptions } from '../../src/db/load-connection.js';
 import { SIP_ENDPOINTS, TRUNK_CALLS, type DataTableSpec } from '../../src/db/table-specs.js';
+import { CopyBinary } from '../../src/db/copy-binary.js';
+import { binaryRows, copyText } from '../support/copy-data.js';
 import { trunkCallRow } from '../support/load-rows.js';
 import { parseListBody } from '../../src/api/received-json.js';
 import { RecordJson } from '../../src/util/record-json.js';
@@ -68,9 +70,8 @@ describe('PreparedRows', () => {
       fromBytes.add({ ...endpoint(`e${index}`, 'a'), raw });
       fromText.add({ ...endpoint(`e${index}`, 'a'), raw: record.text });
     }
-    expect(fromBytes.copyText!.toString()).toBe(fromText.copyText!.toString());
-    const raws = fromBytes
-      .copyText!.toString()
+    expect(copyText(fromBytes.copy)).toBe(copyText(fromText.copy));
+    const raws = copyText(fromBytes.copy)
       .split('\n')
       .slice(0, 3)
       .map((line) => line.split('\t').at(-1));
@@ -82,8 +83,8 @@ describe('PreparedRows', () => {
     const row = endpoint('e1', 'tab\there');
     copy.add(row);
     expect(copy.keys).toEqual(['A\u0001e1']);
-    const fields = copy.copyText!.toString().split('\n')[0]!.split('\t');
-    expect(copy.copyText!.toString().endsWith('\n')).toBe(true);
+    const fields = copyText(copy.copy).split('\n')[0]!.split('\t');
+    expect(copyText(copy.copy).endsWith('\n')).toBe(true);
     expect(fields).toHaveLength(spec.columns.length);
     expect(fields[spec.columns.indexOf('alias')]).toBe('tab\\there');
     expect(fields[spec.columns.indexOf('sip_registered')]).toBe('f');
@@ -93,9 +94,9 @@ describe('PreparedRows', () => {
   it('writes trunk_calls rows in COPY binary, each starting with a synced_at placeholder', () => {
     const calls = new PreparedRows(TRUNK_CALLS);
     calls.add(trunkCallRow('c1'));
-    expect(calls.copyText).toBeUndefined();
+    expect(calls.copy).toBeInstanceOf(CopyBinary);
     expect(calls.copyOptions).toBe('FORMAT binary');
-    const [fields] = binaryRows(calls.copyData().chunks());
+    const [fields] = binaryRows(calls.copyData());
     expect(calls.copyColumns()[0]).toBe('"synced_at"');
     expect(fields).toHaveLength(TRUNK_CALLS.columns.length + 1);
     // 1970-01-01 is 946,684,800 s before PostgreSQL's epoch.
@@ -118,7 +119,7 @@ describe('PreparedRows', () => {
     expect(payload.statement('STDIN')).toMatch(/ WITH \(FORMAT binary\)$/);
     expect(firstWords(payload.before)).toEqual(['savepoint']);
     const stamp = BigInt(Date.parse('2026-11-21T00:00:00Z') - Date.parse('2000-01-01T00:00:00Z'));
-    const stamps = binaryRows(payload.chunks()).map((fields) => fields[0]!.readBigInt64BE());
+    const stamps = binaryRows(payload).map((fields) => fields[0]!.readBigInt64BE());
     expect(stamps).toEqual([stamp * 1000n + 500_000n, stamp * 1000n + 500_000n]);
   });
 
@@ -132,10 +133,7 @@ describe('PreparedRows', () => {
     expect(result.direct).toBeUndefined();
     const copy = copyPayloadOf(queries[0]!)!;
     const uuid = 1 + TRUNK_CALLS.columns.indexOf('call_uuid');
-    expect(binaryRows(copy.chunks()).map((fields) => fields[uuid]!.toString())).toEqual([
-      'c2',
-      'c1',
-    ]);
+    expect(binaryRows(copy).map((fields) => fields[uuid]!.toString())).toEqual(['c2', 'c1']);
   });
 
   it('sends the last row of each key once, in COPY text, one line per row', async () => {
@@ -200,26 +198,3 @@ describe('PreparedRows', () => {
     expect(second?.sql).toBe(first?.sql);
   });
 });
-
-/** The rows of COPY binary data, each as its fields' bytes (null for SQL null). */
-function binaryRows(chunks: readonly Buffer[]): (Buffer | null)[][] {
-  const data = Buffer.concat(chunks);
-  expect(data.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0');
-  const rows: (Buffer | null)[][] = [];
-  let at = 19;
-  for (;;) {
-    const count = data.readInt16BE(at);
-    at += 2;
-    if (count === -1) break;
-    const fields: (Buffer | null)[] = [];
-    for (let index = 0; index < count; index++) {
-      const length = data.readInt32BE(at);
-      at += 4;
-      fields.push(length === -1 ? null : data.subarray(at, at + length));
-      if (length > 0) at += length;
-    }
-    rows.push(fields);
-  }
-  expect(at).toBe(data.length);
-  return rows;
-}

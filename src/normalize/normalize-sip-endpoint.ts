@@ -2,16 +2,8 @@ import type { ReceivedRecord } from '../api/received-json.js';
 import type { SipEndpointsTable } from '../db/schema.js';
 import type { NormalizedRow } from '../db/schema.js';
 import type { NormalizeContext, NormalizeResult } from './normalize-result.js';
-import {
-  describeValue,
-  orNull,
-  parseText,
-  parseTimestamp,
-  PARSED_NULL,
-  type FieldParser,
-  type Instant,
-} from './parse.js';
-import { INVALID_INSTANT, openRecord, type RecordKind } from './record-reader.js';
+import { describeValue, orNull, parseText, PARSED_NULL, type FieldParser } from './parse.js';
+import { openRecord, type RecordKind } from './record-reader.js';
 
 /** A sip_endpoints row as the normaliser builds it. */
 export type SipEndpointsInsertRow = NormalizedRow<SipEndpointsTable>;
@@ -25,8 +17,7 @@ const SIP_ENDPOINT: RecordKind = {
 const parseTextOrNull = orNull(parseText);
 
 /** sip_expires has no offset and is read as UTC (assumption A18); one with an offset is kept too. */
-const parseSipExpires: FieldParser<Instant | null> = (value) =>
-  value === null ? PARSED_NULL : parseTimestamp(value, { withoutOffset: 'utc' });
+const SIP_EXPIRES = { withoutOffset: 'utc' } as const;
 
 /** sub_account is text or null; any other value has an unknown meaning (assumption A10). */
 const parseSubAccount: FieldParser<string | null> = (value) => {
@@ -59,7 +50,7 @@ export function normalizeSipEndpoint(
     sip_uri: r.text('sip_uri'),
     sip_registered: r.boolean('sip_registered'),
     sip_contact: r.optionalField('sip_contact', parseTextOrNull, null),
-    sip_expires: r.optionalField('sip_expires', parseSipExpires, INVALID_INSTANT)?.iso ?? null,
+    sip_expires: r.optionalTimestamp('sip_expires', SIP_EXPIRES),
     sip_user_agent: r.optionalField('sip_user_agent', parseTextOrNull, null),
     sub_account: r.field('sub_account', parseSubAccount, null),
     raw: opened.raw,

@@ -3,11 +3,21 @@ import type { TrunkCallsTable } from '../db/schema.js';
 import type { EpochMicros } from '../util/micros.js';
 import type { NormalizedRow } from '../db/schema.js';
 import type { NormalizeContext, NormalizeResult } from './normalize-result.js';
-import { PARSED_NULL, type FieldParser, type Instant } from './parse.js';
-import { INVALID_INSTANT, openRecord, timestampParser, type RecordKind } from './record-reader.js';
+import { PARSED_NULL, type FieldParser } from './parse.js';
+import { INVALID_MICROS, openRecord, timestampParser, type RecordKind } from './record-reader.js';
 
-/** A trunk_calls row as the normaliser builds it. */
-export type TrunkCallsInsertRow = NormalizedRow<TrunkCallsTable>;
+/**
+ * A trunk_calls row as the normaliser builds it. Its times are epoch microseconds, not text: the
+ * rows go in by COPY's binary format, which takes them so, and a text would be formatted here only
+ * to be read again by the encoder.
+ */
+export type TrunkCallsInsertRow = Omit<NormalizedRow<TrunkCallsTable>, CallTimeColumn> & {
+  readonly initiation_time: EpochMicros;
+  readonly answer_time: EpochMicros | null;
+  readonly end_time: EpochMicros;
+};
+
+type CallTimeColumn = 'initiation_time' | 'answer_time' | 'end_time';
 
 const TRUNK_CALL: RecordKind = {
   stream: 'trunk_calls',
@@ -23,12 +33,12 @@ const UTC_WITHOUT_OFFSET = { withoutOffset: 'utc' } as const;
 const parseCallTime = timestampParser(UTC_WITHOUT_OFFSET);
 
 /** answer_time of a call never answered may be empty, null or absent (assumptions A21, A28). */
-const parseAnswerTime: FieldParser<Instant | null> = (value) =>
+const parseAnswerTime: FieldParser<EpochMicros | null> = (value) =>
   value === '' || value === null ? PARSED_NULL : parseCallTime(value);
 
 /**
- * A trunk call record (spec 2.6) to its trunk_calls row. Also returns `endTimeMicros`, the record's
- * end_time as epoch microseconds, by which the stream places the call in its window.
+ * A trunk call record (spec 2.6) to its trunk_calls row; the stream places the call in its window
+ * by the row's end_time.
  *
  * The fields the real service's records are documented without (A39: parent and conference
  * identifiers, api_id, resource_uri, call_state, billed_duration, Stir_attestation,
@@ -38,12 +48,11 @@ const parseAnswerTime: FieldParser<Instant | null> = (value) =>
 export function normalizeTrunkCall(
   record: ReceivedRecord,
   context: NormalizeContext,
-): NormalizeResult<TrunkCallsInsertRow, { readonly endTimeMicros: EpochMicros }> {
+): NormalizeResult<TrunkCallsInsertRow> {
   const opened = openRecord(record, TRUNK_CALL);
   if (!opened.ok) return opened;
   const r = opened.reader;
   // Fields are read in the spec's order, so a rejection names the first field at fault.
-  let endTime: Instant = INVALID_INSTANT;
   const row: TrunkCallsInsertRow = {
     account_id: context.accountId,
     call_uuid: r.identifier('call_uuid'),
@@ -55,9 +64,9 @@ export function normalizeTrunkCall(
     call_state: r.optionalText('call_state'),
     from_number: r.text('from_number'),
     to_number: r.text('to_number'),
-    initiation_time: r.field('initiation_time', parseCallTime, INVALID_INSTANT).iso,
-    answer_time: r.optionalField('answer_time', parseAnswerTime, null)?.iso ?? null,
-    end_time: (endTime = r.field('end_time', parseCallTime, INVALID_INSTANT)).iso,
+    initiation_time: r.field('initiation_time', parseCallTime, INVALID_MICROS),
+    answer_time: r.optionalField('answer_time', parseAnswerTime, null),
+    end_time: r.field('end_time', parseCallTime, INVALID_MICROS),
     call_duration: r.integer('call_duration'),
     bill_duration: r.integer('bill_duration'),
     billed_duration: r.optionalInteger('billed_duration'),
@@ -75,5 +84,5 @@ export function normalizeTrunkCall(
   };
   const rejection = r.finish();
   if (rejection !== undefined) return { ok: false, rejection };
-  return { ok: true, row, key: row.call_uuid, endTimeMicros: endTime.micros };
+  return { ok: true, row, key: row.call_uuid };
 }

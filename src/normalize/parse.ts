@@ -1,4 +1,4 @@
-import { daysFromCivil, daysInMonth, formatIsoMicros, type EpochMicros } from '../util/micros.js';
+import { daysFromCivil, daysInMonth, type EpochMicros } from '../util/micros.js';
 
 /**
  * Field parsers: one received JSON value in, the value to store or the reason it cannot be stored
@@ -23,13 +23,6 @@ export interface ParseFailure {
  * of a structured value, a path that continues the name: "[0].country_iso must be …".
  */
 export type FieldParser<T> = (value: unknown) => Parsed<T>;
-
-/** An instant at microsecond precision, both as the text stored and as epoch microseconds. */
-export interface Instant {
-  /** ISO 8601 in UTC with every microsecond that is not zero: `2022-03-29T05:40:29.456727Z`. */
-  readonly iso: string;
-  readonly micros: EpochMicros;
-}
 
 /**
  * Longest text a field may hold, in UTF-16 code units (what String#length counts). Real fields are
@@ -259,7 +252,7 @@ function timestampFailure(expected: string, text: string, detail?: string): Pars
 }
 
 /**
- * A timestamp in any form the spec uses, to the instant it names:
+ * A timestamp in any form the spec uses, to the instant it names, in epoch microseconds:
  * - `YYYY-MM-DD HH:MM:SS+HH:MM` (trunk calls, streams, conversation expiry),
  * - `YYYY-MM-DD HH:MM:SS.ffffff+HH:MM` (message_time, stream created_at),
  * - `YYYY-MM-DDTHH:MM:SS.ffffffZ` (ISO 8601 UTC: caller IDs, sender packs),
@@ -273,7 +266,7 @@ function timestampFailure(expected: string, text: string, detail?: string): Pars
  * sends nanoseconds on some records) are dropped, not rounded, so the instant never moves into the
  * next microsecond; the row's `raw` keeps them.
  */
-export function parseTimestamp(value: unknown, options?: TimestampOptions): Parsed<Instant> {
+export function parseTimestamp(value: unknown, options?: TimestampOptions): Parsed<EpochMicros> {
   const utcWithoutOffset = options?.withoutOffset === 'utc';
   const expected = utcWithoutOffset ? TIMESTAMP_EXPECTED_UTC : TIMESTAMP_EXPECTED;
   if (typeof value !== 'string') return fail(`${expected}; got ${describeValue(value)}`);
@@ -376,8 +369,7 @@ export function parseTimestamp(value: unknown, options?: TimestampOptions): Pars
     minute * 60 +
     second -
     offsetMinutes * 60;
-  const micros = seconds * 1_000_000 + fraction;
-  return ok({ iso: formatIsoMicros(micros), micros });
+  return ok(seconds * 1_000_000 + fraction);
 }
 
 /** Wraps a parser so that JSON null is accepted as null. */

@@ -1,4 +1,5 @@
 import { topLevelNumberText, type ReceivedRecord } from '../api/received-json.js';
+import { formatIsoMicros, type EpochMicros } from '../util/micros.js';
 import { RecordJson } from '../util/record-json.js';
 import type { NormalizedStream, Rejected, Rejection } from './normalize-result.js';
 import {
@@ -17,7 +18,6 @@ import {
   textOrWholeNumberParser,
   toStorableText,
   type FieldParser,
-  type Instant,
   type TimestampOptions,
 } from './parse.js';
 
@@ -37,7 +37,12 @@ export interface RecordKind {
 }
 
 /** Returned for a timestamp that could not be read; never reaches a row (the record is rejected). */
-export const INVALID_INSTANT: Instant = Object.freeze({ iso: '', micros: Number.NaN });
+export const INVALID_MICROS: EpochMicros = Number.NaN;
+
+/** A timestamp as the text stored: ISO 8601 in UTC (formatIsoMicros); '' for INVALID_MICROS. */
+function isoText(micros: EpochMicros): string {
+  return Number.isNaN(micros) ? '' : formatIsoMicros(micros);
+}
 
 /**
  * Reads the fields of one record. Each read returns the parsed value; the first field that does not
@@ -99,7 +104,7 @@ export class RecordReader {
 
   /** A timestamp with a UTC offset (or Z), as ISO text in UTC. */
   timestamp(key: string): string {
-    return this.field(key, parseTimestamp, INVALID_INSTANT).iso;
+    return isoText(this.field(key, parseTimestamp, INVALID_MICROS));
   }
 
   /**
@@ -141,7 +146,8 @@ export class RecordReader {
   /** A timestamp the record may leave out or give as null, as ISO text in UTC or null. */
   optionalTimestamp(key: string, options?: TimestampOptions): string | null {
     const parse = options === undefined ? parseTimestampOrNull : orNull(timestampParser(options));
-    return this.optionalField(key, parse, INVALID_INSTANT)?.iso ?? null;
+    const micros = this.optionalField(key, parse, INVALID_MICROS);
+    return micros === null ? null : isoText(micros);
   }
 
   /**
@@ -215,7 +221,7 @@ const parseDecimalOrNull = orNull(parseDecimal);
 const parseTimestampOrNull = orNull(parseTimestamp);
 
 /** parseTimestamp with options, as a FieldParser. */
-export function timestampParser(options: TimestampOptions): FieldParser<Instant> {
+export function timestampParser(options: TimestampOptions): FieldParser<EpochMicros> {
   return (value) => parseTimestamp(value, options);
 }
 

@@ -128,13 +128,14 @@ function normalizeWithinWindow(window: TimeWindow): Normalizer<LoadRow> {
   return (record, normalizeContext) => {
     const result = normalizeTrunkCall(record, normalizeContext);
     if (!result.ok) return result;
-    if (result.endTimeMicros >= window.start && result.endTimeMicros < window.end) return result;
+    const endTime = result.row.end_time;
+    if (endTime >= window.start && endTime < window.end) return result;
     return {
       ok: false,
       rejection: {
         stream: 'trunk_calls',
         field: 'end_time',
-        reason: `${OUTSIDE_WINDOW} ${describeWindow(window)}: ${formatIsoMicros(result.endTimeMicros)}`,
+        reason: `${OUTSIDE_WINDOW} ${describeWindow(window)}: ${formatIsoMicros(endTime)}`,
         recordKey: result.key,
       },
     };

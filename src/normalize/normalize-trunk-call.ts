@@ -12,9 +12,9 @@ import { INVALID_MICROS, openRecord, timestampParser, type RecordKind } from './
  * to be read again by the encoder.
  */
 export type TrunkCallsInsertRow = Omit<NormalizedRow<TrunkCallsTable>, CallTimeColumn> & {
-  readonly initiation_time: EpochMicros;
-  readonly answer_time: EpochMicros | null;
-  readonly end_time: EpochMicros;
+  initiation_time: EpochMicros;
+  answer_time: EpochMicros | null;
+  end_time: EpochMicros;
 };
 
 type CallTimeColumn = 'initiation_time' | 'answer_time' | 'end_time';

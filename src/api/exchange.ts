@@ -1,4 +1,4 @@
-import type { Dispatcher } from 'undici';
+import type { ExchangeController, ResponseHandler, ResponseHeaders } from './keep-alive-client.js';
 import { StoppedError } from '../util/stopped-error.js';
 
 /** What came back from one exchange; `body` is undefined when it passed the size cap. */
@@ -16,14 +16,14 @@ export type ExchangeEnd = 'timeout' | 'aborted';
 const BODY_TOO_LARGE = new Error('the answer passed the size cap');
 
 /**
- * One request's exchange as undici's dispatcher drives it: the handler that gathers the body (no
- * response stream), one timer over headers and body together, and the caller's signal, listened to
+ * One request's exchange as the transport's client (KeepAliveClient) drives it: the handler that
+ * gathers the body, one timer over headers and body together, and the caller's signal, listened to
  * only when there is one. `answer` resolves with the status, the headers the transport uses and the
  * body (undefined past the size cap: the rest is left unread and the connection dropped); it rejects
  * with StoppedError on the caller's abort, an Error on the timeout (`endedBy` says which), or with
- * undici's error.
+ * the client's error.
  */
-export class Exchange implements Dispatcher.DispatchHandler {
+export class Exchange implements ResponseHandler {
   readonly answer: Promise<ReceivedAnswer>;
   #resolve!: (answer: ReceivedAnswer) => void;
   #reject!: (error: unknown) => void;
@@ -31,7 +31,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   #settled = false;
   /** Why the transport ended the exchange, if it did. */
   #ended: { readonly kind: ExchangeEnd; readonly reason: Error } | undefined;
-  #controller: Dispatcher.DispatchController | undefined;
+  #controller: ExchangeController | undefined;
   #written = false;
   readonly #timer: NodeJS.Timeout;
   #status = 0;
@@ -74,7 +74,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   }
 
   /**
-   * Whether the request may have reached the service: undici starts it (onRequestStart) on a
+   * Whether the request may have reached the service: the client starts it (onRequestStart) on a
    * connected socket just before writing it. False means it never left telesync (the connection
    * was refused or timed out, the caller aborted first), so the service cannot have acted on it.
    */
@@ -89,7 +89,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.#reject(error instanceof Error ? error : new Error(String(error)));
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
+  onRequestStart(controller: ExchangeController): void {
     this.#controller = controller;
     if (this.#ended === undefined) this.#written = true;
     // Ended while it waited for a connection: it goes no further.
@@ -97,9 +97,9 @@ export class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(
-    controller: Dispatcher.DispatchController,
+    controller: ExchangeController,
     statusCode: number,
-    headers: Readonly<Record<string, string | string[] | undefined>>,
+    headers: ResponseHeaders,
   ): void {
     // An informational answer (100 Continue…): the real one follows.
     if (statusCode < 200) return;
@@ -112,7 +112,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     if (Number.isFinite(declared) && declared > this.#maxBodyBytes) this.#tooLarge(controller);
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(controller: ExchangeController, chunk: Buffer): void {
     if (this.#settled) return;
     this.#total += chunk.byteLength;
     if (this.#total > this.#maxBodyBytes) {
@@ -127,13 +127,13 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.#finish(joinChunks(this.#chunks, this.#total));
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+  onResponseError(_controller: ExchangeController, error: Error): void {
     if (this.#settled) return;
     this.#settle();
     this.#reject(error);
   }
 
-  #tooLarge(controller: Dispatcher.DispatchController): void {
+  #tooLarge(controller: ExchangeController): void {
     this.#finish(undefined);
     controller.abort(BODY_TOO_LARGE);
   }

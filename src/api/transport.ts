@@ -1,11 +1,11 @@
 import pRetry from 'p-retry';
-import { Agent, type Dispatcher } from 'undici';
 import { createRedactor, type Redactor } from '../util/redact.js';
 import { clampTimerMs, sleep } from '../util/sleep.js';
 import { isStopped, StoppedError } from '../util/stopped-error.js';
 import { TELESYNC_VERSION } from '../version.js';
 import { ApiError, apiErrorWithAttempts, readErrorBody } from './api-errors.js';
 import { Exchange, type ReceivedAnswer } from './exchange.js';
+import { KeepAliveClient } from './keep-alive-client.js';
 import type { MalformedBody } from './received-json.js';
 import { RequestLimiter } from './request-limiter.js';
 
@@ -109,9 +109,9 @@ const PAUSED = Symbol('paused');
  * The one way telesync talks to the service. It owns the rate limiter (request-limiter.ts: a minimum
  * spacing between request starts, so no one-second window sees more than `maxRps`, and at most
  * `concurrency` in flight), retries (p-retry as the loop; the delay is telesync's own backoff with
- * jitter and the Retry-After floor), a timeout per exchange, keep-alive connections (undici's
- * dispatcher, with a handler that gathers the body: a response stream and two abort signals per
- * request cost half again as much CPU: docs/performance.md), and typed errors. A 429 pauses every
+ * jitter and the Retry-After floor), a timeout per exchange, keep-alive connections (its own
+ * KeepAliveClient, with a handler that gathers the body: a general client's streams cost a page
+ * more CPU than reading it: docs/performance.md), and typed errors. A 429 pauses every
  * request of this transport until its Retry-After has passed, not just the one that got it: the
  * service is telling the whole account to slow down.
  */
@@ -120,9 +120,8 @@ export class HttpTransport {
   readonly meter = new RequestMeter();
   readonly #options: TransportOptions;
   readonly #limiter: RequestLimiter;
-  readonly #agent: Dispatcher;
-  /** The base address's origin, and its path (without a trailing slash) that every path follows. */
-  readonly #origin: string;
+  readonly #client: KeepAliveClient;
+  /** The base address's path (without a trailing slash), which every path follows. */
   readonly #pathPrefix: string;
   /** Every request's headers, built once: they never change for a transport. */
   readonly #headers: Readonly<Record<string, string>>;
@@ -147,14 +146,13 @@ export class HttpTransport {
       windowSeconds: options.rateWindowSeconds ?? 1,
       maxConcurrent: options.concurrency,
     });
-    this.#agent = new Agent({
+    const base = new URL(options.baseUrl);
+    this.#client = new KeepAliveClient(base.origin, {
       connections: options.concurrency,
-      keepAliveTimeout: 30_000,
-      connect: { timeout: this.#timeoutMs },
+      connectTimeoutMs: this.#timeoutMs,
+      keepAliveMs: 30_000,
     });
     const credentials = Buffer.from(`${options.authId}:${options.authToken}`).toString('base64');
-    const base = new URL(options.baseUrl);
-    this.#origin = base.origin;
     this.#pathPrefix = base.pathname.replace(/\/+$/, '');
     this.#headers = {
       authorization: `Basic ${credentials}`,
@@ -372,19 +370,16 @@ export class HttpTransport {
     });
   }
 
-  /** One exchange through undici's dispatcher, its handler an Exchange (which see). */
+  /** One exchange through the client, its handler an Exchange (which see). */
   #send(spec: RequestSpec, path: string, callerSignal: AbortSignal | undefined): Exchange {
     const exchange = new Exchange(this.#maxBodyBytes, this.#timeoutMs, callerSignal);
     if (exchange.over) return exchange;
     try {
-      this.#agent.dispatch(
+      // The exchange's one timeout is its own timer, over headers and body together.
+      this.#client.dispatch(
         {
-          origin: this.#origin,
           path: `${this.#pathPrefix}${path}`,
           method: spec.method,
-          // The exchange's one timeout is its own timer, over headers and body together.
-          headersTimeout: 0,
-          bodyTimeout: 0,
           headers: spec.body !== undefined ? this.#headersWithJsonBody : this.#headers,
           ...(spec.body !== undefined ? { body: JSON.stringify(spec.body) } : {}),
         },
@@ -398,7 +393,7 @@ export class HttpTransport {
 
   /** Stops taking requests and closes the connections. */
   async close(): Promise<void> {
-    await this.#agent.close();
+    await this.#client.close();
   }
 }
 

@@ -1,20 +1,12 @@
-import type { Dispatcher } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Exchange } from '../../src/api/exchange.js';
+import type { ExchangeController } from '../../src/api/keep-alive-client.js';
 import { StoppedError } from '../../src/util/stopped-error.js';
 
-/** The controller undici hands a handler: here only its abort is watched. */
-function controller(): Dispatcher.DispatchController & { abortedWith: unknown[] } {
+/** The controller the client hands a handler, its aborts recorded. */
+function controller(): ExchangeController & { abortedWith: unknown[] } {
   const abortedWith: unknown[] = [];
-  return {
-    abortedWith,
-    abort: (reason: Error) => abortedWith.push(reason),
-    pause: () => undefined,
-    resume: () => undefined,
-    aborted: false,
-    paused: false,
-    reason: null,
-  };
+  return { abortedWith, abort: (reason: Error) => abortedWith.push(reason) };
 }
 
 const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');

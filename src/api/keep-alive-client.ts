@@ -166,6 +166,8 @@ interface ConnectionEvents {
 }
 
 const CRLF_CRLF = Buffer.from('\r\n\r\n', 'latin1');
+/** The code of the error a connection's close makes: the end of an answer read until then. */
+const CONNECTION_CLOSED = 'CONNECTION_CLOSED';
 
 /** One socket, and the exchange it carries, if any. */
 class Connection {
@@ -219,7 +221,7 @@ class Connection {
     socket.on('error', (error: Error) => this.#fail(error, { tell: true }));
     socket.on('close', () =>
       this.#fail(
-        new HttpClientError('the connection closed before the answer ended', 'ECONNRESET'),
+        new HttpClientError('the connection closed before the answer ended', CONNECTION_CLOSED),
         { tell: true },
       ),
     );
@@ -307,7 +309,11 @@ class Connection {
     this.#pending = undefined;
     this.#parser = undefined;
     if (pending !== undefined && tell) {
-      if (parser?.endsAtClose() === true && error instanceof HttpClientError) {
+      if (
+        parser?.endsAtClose() === true &&
+        error instanceof HttpClientError &&
+        error.code === CONNECTION_CLOSED
+      ) {
         pending.handler.onResponseEnd();
       } else {
         pending.handler.onResponseError(this.#controller, error);

@@ -477,11 +477,16 @@ function keepAliveHintMs(header: string | string[] | undefined): number {
   return timeout === null ? Number.POSITIVE_INFINITY : Number(timeout[1]) * 1_000;
 }
 
-function keepsAlive(connection: string | string[] | undefined, http10: boolean): boolean {
-  const tokens = [connection ?? []]
+/** The comma-separated tokens of a header given once or more, trimmed and in lower case. */
+function headerTokens(header: string | string[] | undefined): string[] {
+  return [header ?? []]
     .flat()
     .flatMap((value) => value.split(','))
     .map((token) => token.trim().toLowerCase());
+}
+
+function keepsAlive(connection: string | string[] | undefined, http10: boolean): boolean {
+  const tokens = headerTokens(connection);
   if (tokens.includes('close')) return false;
   return !http10 || tokens.includes('keep-alive');
 }
@@ -494,11 +499,8 @@ function bodyFraming(
   if (headRequest || status === 204 || status === 304) return { kind: 'none' };
   const coding = headers['transfer-encoding'];
   if (coding !== undefined) {
-    const codings = [coding]
-      .flat()
-      .flatMap((value) => value.split(','))
-      .map((token) => token.trim().toLowerCase());
-    if (codings.at(-1) !== 'chunked' || codings.length !== 1) {
+    const codings = headerTokens(coding);
+    if (codings.length !== 1 || codings[0] !== 'chunked') {
       throw new HttpClientError(
         `the answer's transfer coding "${[coding].flat().join(', ')}" is not chunked`,
         'BAD_ANSWER',
@@ -508,9 +510,7 @@ function bodyFraming(
   }
   const length = headers['content-length'];
   if (length !== undefined) {
-    const values = [...new Set([length].flat().flatMap((value) => value.split(',')))].map((value) =>
-      value.trim(),
-    );
+    const values = [...new Set(headerTokens(length))];
     if (values.length !== 1 || !/^\d{1,15}$/.test(values[0]!)) {
       throw new HttpClientError('the answer has an unreadable content-length', 'BAD_ANSWER');
     }

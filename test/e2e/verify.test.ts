@@ -5,12 +5,12 @@ import { epochMicrosFromMillis, type EpochMicros } from '../../src/util/micros.j
 import { useCliFixture } from '../support/cli-fixture.js';
 import { jsonLines, lastJson } from '../support/command-output.js';
 import { testAccounts, writeAccountsConfig } from '../support/many-accounts.js';
-import { runTelesync, startTelesync } from '../support/run-telesync.js';
+import { runTelesync, startTelesync, type CommandResult } from '../support/run-telesync.js';
 import { freePort, waitFor } from '../support/telesync-process.js';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { scheduleVariable } from '../../src/config/config-defaults.js';
 import type { CliDatabase } from '../support/test-database.js';
-import { clearOfUtcMidnight } from '../support/utc-days.js';
+import { clearOfUtcMidnight, utcDaysTouched } from '../support/utc-days.js';
 import { SCHEDULES_OFF } from '../support/schedules-off.js';
 
 /**
@@ -41,6 +41,36 @@ interface VerifyDay {
   stored_count: number;
   difference: number;
   result: string;
+}
+
+/**
+ * How many days a verify with the default range compares at `atMs`: the day the 90-day cut-off
+ * falls in (10 minutes inside it) through the day of the settled end (5 minutes back). 91, or 90
+ * when one of the two has just crossed a midnight (23:50 to 00:05 UTC).
+ */
+function comparedDayCount(atMs: number): number {
+  const from = new Date(atMs - 90 * DAY_MS + 10 * 60_000).toISOString();
+  return utcDaysTouched(from, new Date(atMs - 5 * 60_000).toISOString()).length;
+}
+
+/**
+ * How many days status counts at `atMs` for verifies that compared `oldest` to `newest` in all:
+ * those from the day of the 90-day cut-off (no margin) on.
+ */
+function summaryDayCount(atMs: number, oldest: string, newest: string): number {
+  const cutOffDay = new Date(atMs - 90 * DAY_MS).toISOString().slice(0, 10);
+  const from = cutOffDay > oldest ? cutOffDay : oldest;
+  return utcDaysTouched(`${from}T00:00:00Z`, `${newest}T00:00:01Z`).length;
+}
+
+/** Runs telesync and says how many days a default verify may compare while it runs. */
+async function runTimed(
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+): Promise<CommandResult & { dayCounts: number[] }> {
+  const before = Date.now();
+  const run = await runTelesync(args, env);
+  return { ...run, dayCounts: [comparedDayCount(before), comparedDayCount(Date.now())] };
 }
 
 function daysOf(outcome: Record<string, unknown>): VerifyDay[] {
@@ -94,6 +124,8 @@ describe('telesync verify after a 90-day backfill', () => {
     env: { TELESYNC_CONCURRENCY: '4' },
   });
   let clean: VerifyDay[];
+  /** The newest day the last default verify compared. */
+  let newestVerified = '';
 
   it('agrees on every day of a clean backfill, one request a day', async () => {
     await clearOfUtcMidnight(5 * 60_000);
@@ -101,17 +133,18 @@ describe('telesync verify after a 90-day backfill', () => {
     expect(backfill.code, backfill.stderr).toBe(0);
     cli.service.resetStats();
 
-    const verify = await runTelesync(['verify', '--json'], cli.env);
+    const verify = await runTimed(['verify', '--json'], cli.env);
     expect(verify.code, verify.stderr).toBe(0);
     const outcome = lastJson(verify.stdout);
     clean = daysOf(outcome);
-    // The oldest day from the cut-off, through today: 91 compared parts.
-    expect(clean).toHaveLength(91);
+    // The oldest day from the cut-off, through today: 91 compared parts (90 near midnight).
+    expect(verify.dayCounts).toContain(clean.length);
+    const days = clean.length;
     expect(clean.filter((day) => day.result !== 'agree')).toEqual([]);
     expect(clean.reduce((sum, day) => sum + day.service_count, 0)).toBeGreaterThan(2_800);
     expect(outcome).toMatchObject({ status: 'verified', days_differ: 0 });
     expect(outcome.calls).toBe(clean.reduce((sum, day) => sum + day.stored_count, 0));
-    expect(cli.service.stats().requests.total).toBe(91);
+    expect(cli.service.stats().requests.total).toBe(days);
 
     // Each finding is kept, one row per day.
     const kept = await cli.database.inspect(({ db }) =>
@@ -122,17 +155,17 @@ describe('telesync verify after a 90-day backfill', () => {
         .execute(),
     );
     expect(kept.map((row) => ({ result: row.result, n: Number(row.n) }))).toEqual([
-      { result: 'agree', n: 91 },
+      { result: 'agree', n: days },
     ]);
 
     // The text form: the summary line only.
-    const text = await runTelesync(['verify'], cli.env);
+    const text = await runTimed(['verify'], cli.env);
     expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout.trim()).toMatch(
-      new RegExp(
-        `^${ACCOUNT.authId}: 91 days verified, 91 agree: [\\d,]+ calls, \\d+(\\.\\d+)? billed, checked \\S+Z$`,
-      ),
-    );
+    const summary = new RegExp(
+      `^${ACCOUNT.authId}: (\\d+) days verified, \\1 agree: [\\d,]+ calls, \\d+(\\.\\d+)? billed, checked \\S+Z$`,
+    ).exec(text.stdout.trim());
+    expect(summary, text.stdout).not.toBeNull();
+    expect(text.dayCounts).toContain(Number(summary![1]));
   });
 
   it('names the one day whose rows were deleted by hand, and --repair puts them back', async () => {
@@ -151,12 +184,15 @@ describe('telesync verify after a 90-day backfill', () => {
       difference: -3,
       result: 'differs',
     });
-    const text = await runTelesync(['verify'], cli.env);
+    const text = await runTimed(['verify'], cli.env);
     expect(text.code).toBe(1);
     expect(text.stdout).toContain(
       `${ACCOUNT.authId} ${day}: service ${before + 3}, stored ${before}, difference -3`,
     );
-    expect(text.stdout).toContain('91 days verified, 90 agree');
+    const summary = /(\d+) days verified, (\d+) agree/.exec(text.stdout);
+    expect(summary, text.stdout).not.toBeNull();
+    expect(text.dayCounts).toContain(Number(summary![1]));
+    expect(Number(summary![2])).toBe(Number(summary![1]) - 1);
 
     const repair = await runTelesync(['verify', '--repair', '--json'], cli.env);
     expect(repair.code, repair.stderr).toBe(0);
@@ -262,30 +298,46 @@ describe('telesync verify after a 90-day backfill', () => {
     cli.service.setFaults({ tooManyRequests: 0.05, retryAfterSeconds: 1, serverErrors: 0.05 });
     cli.service.resetStats();
     try {
-      const verify = await runTelesync(['verify', '--json'], cli.env);
+      const verify = await runTimed(['verify', '--json'], cli.env);
       expect(verify.code, verify.stderr).toBe(0);
       const faulted = daysOf(lastJson(verify.stdout));
-      expect(strip(faulted)).toEqual(strip(daysOf(lastJson(reference.stdout))));
+      expect(verify.dayCounts).toContain(faulted.length);
+      newestVerified = faulted.at(-1)!.day;
+      // Near midnight one of the two runs may compare a day the other does not.
+      const referenceDays = daysOf(lastJson(reference.stdout));
+      const both = (days: VerifyDay[], other: VerifyDay[]) =>
+        days.filter((d) => other.some((o) => o.day === d.day));
+      expect(strip(both(faulted, referenceDays))).toEqual(strip(both(referenceDays, faulted)));
       const stats = cli.service.stats();
       const injected = stats.faults.tooManyRequests + stats.faults.serverErrors;
       expect(injected).toBeGreaterThan(0);
-      // 91 days, and one more request for each faulted answer.
-      expect(stats.requests.total).toBe(91 + injected);
+      // A request a day, and one more for each faulted answer.
+      expect(stats.requests.total).toBe(faulted.length + injected);
     } finally {
       cli.service.setFaults({});
     }
   });
   it('shows the findings in status and state show', async () => {
+    const before = Date.now();
     const status = await runTelesync(['status', '--json'], cli.env);
     expect(status.code, status.stderr).toBe(0);
+    // Every day verified since the cut-off's day: 91, or 90 when a midnight moved either end.
+    const days = Number(
+      (lastJson(status.stdout).verifications as { days_agree: number }[])[0]?.days_agree,
+    );
+    expect(
+      [before, Date.now()].map((at) => summaryDayCount(at, clean[0]!.day, newestVerified)),
+    ).toContain(days);
     expect(lastJson(status.stdout).verifications).toEqual([
-      expect.objectContaining({ account: ACCOUNT.authId, days_agree: 91, days_differ: 0 }),
+      expect.objectContaining({ account: ACCOUNT.authId, days_agree: days, days_differ: 0 }),
     ]);
     const text = await runTelesync(['status'], cli.env);
-    expect(text.stdout).toMatch(/trunk_calls verified \S+Z: 91 days, 91 agree\n/);
+    expect(text.stdout).toMatch(
+      new RegExp(`trunk_calls verified \\S+Z: ${days} days, ${days} agree\n`),
+    );
     const state = await runTelesync(['state', 'show', 'trunk_calls'], cli.env);
     expect(state.code, state.stderr).toBe(0);
-    expect(state.stdout).toMatch(/ {15}verified \S+Z: 91 days, 91 agree/);
+    expect(state.stdout).toMatch(new RegExp(` {15}verified \\S+Z: ${days} days, ${days} agree`));
   });
 
   it('runs on its own cron under schedule: the page marks the days, /metrics counts them', async () => {
@@ -323,9 +375,18 @@ describe('telesync verify after a 90-day backfill', () => {
         },
         { timeoutMs: 30_000, what: 'a scheduled verify that finds the tampered day' },
       );
+      const agree = sumOf(metrics, 'telesync_verify_days', {
+        account: ACCOUNT.authId,
+        result: 'agree',
+      });
+      // The tampered day differs; every other day verified since the cut-off's day agrees.
+      const times = [before, Date.now()];
+      const settledDay = (at: number) => new Date(at - 5 * 60_000).toISOString().slice(0, 10);
       expect(
-        sumOf(metrics, 'telesync_verify_days', { account: ACCOUNT.authId, result: 'agree' }),
-      ).toBe(90);
+        times.flatMap((at) =>
+          times.map((end) => summaryDayCount(at, clean[0]!.day, settledDay(end))),
+        ),
+      ).toContain(agree + 1);
       const html = await (await fetch(`${origin}/`)).text();
       expect(html).toMatch(new RegExp(`class="day [a-z ]*verify-differs" data-day="${day}"`));
       expect(html).toMatch(new RegExp(`class="day complete verified" data-day="${dayAgo(8)}"`));

@@ -6,6 +6,7 @@ import type { NormalizeContext, NormalizeResult } from './normalize-result.js';
 import {
   describeValue,
   orNull,
+  ParseFailure,
   parseBoolean,
   parseText,
   type FieldParser,
@@ -39,30 +40,29 @@ const EXPECTED_ENTRY =
  */
 export const parseNumberPriority: FieldParser<NumberPriorityWire[]> = (value) => {
   if (!Array.isArray(value)) {
-    return {
-      ok: false,
-      reason: `must be an array of entries, each ${EXPECTED_ENTRY}; got ${describeValue(value)}`,
-    };
+    return new ParseFailure(
+      `must be an array of entries, each ${EXPECTED_ENTRY}; got ${describeValue(value)}`,
+    );
   }
   const entries = value as unknown[];
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i];
     const at = `[${i}]`;
     if (!isPlainObject(entry)) {
-      return { ok: false, reason: `${at} must be ${EXPECTED_ENTRY}; got ${describeValue(entry)}` };
+      return new ParseFailure(`${at} must be ${EXPECTED_ENTRY}; got ${describeValue(entry)}`);
     }
     const problem =
       textProblem(entry, 'country_iso', at) ??
       textProblem(entry, 'service_type', at) ??
       priorityProblem(entry.priority, at);
-    if (problem !== undefined) return { ok: false, reason: problem };
+    if (problem !== undefined) return new ParseFailure(problem);
   }
-  return { ok: true, value: value as NumberPriorityWire[] };
+  return value as NumberPriorityWire[];
 };
 
 function textProblem(object: Record<string, unknown>, key: string, at: string): string | undefined {
   const parsed: Parsed<string> = parseText(object[key]);
-  return parsed.ok ? undefined : `${at}.${key} ${parsed.reason}`;
+  return parsed instanceof ParseFailure ? `${at}.${key} ${parsed.reason}` : undefined;
 }
 
 function priorityProblem(priority: unknown, at: string): string | undefined {

@@ -2,7 +2,7 @@ import type { ReceivedRecord } from '../api/received-json.js';
 import type { SipEndpointsTable } from '../db/schema.js';
 import type { NormalizedRow } from '../db/schema.js';
 import type { NormalizeContext, NormalizeResult } from './normalize-result.js';
-import { describeValue, orNull, parseText, PARSED_NULL, type FieldParser } from './parse.js';
+import { describeValue, orNull, ParseFailure, parseText, type FieldParser } from './parse.js';
 import { openRecord, type RecordKind } from './record-reader.js';
 
 /** A sip_endpoints row as the normaliser builds it. */
@@ -21,12 +21,11 @@ const SIP_EXPIRES = { withoutOffset: 'utc' } as const;
 
 /** sub_account is text or null; any other value has an unknown meaning (assumption A10). */
 const parseSubAccount: FieldParser<string | null> = (value) => {
-  if (value === null) return PARSED_NULL;
+  if (value === null) return null;
   if (typeof value === 'string') return parseText(value);
-  return {
-    ok: false,
-    reason: `must be text or null (assumption A10: any other value has an unknown meaning); got ${describeValue(value)}`,
-  };
+  return new ParseFailure(
+    `must be text or null (assumption A10: any other value has an unknown meaning); got ${describeValue(value)}`,
+  );
 };
 
 /**

@@ -3,7 +3,7 @@ import type { TrunkCallsTable } from '../db/schema.js';
 import type { EpochMicros } from '../util/micros.js';
 import type { NormalizedRow } from '../db/schema.js';
 import type { NormalizeContext, NormalizeResult } from './normalize-result.js';
-import { PARSED_NULL, type FieldParser } from './parse.js';
+import type { FieldParser } from './parse.js';
 import { INVALID_MICROS, openRecord, timestampParser, type RecordKind } from './record-reader.js';
 
 /**
@@ -34,7 +34,7 @@ const parseCallTime = timestampParser(UTC_WITHOUT_OFFSET);
 
 /** answer_time of a call never answered may be empty, null or absent (assumptions A21, A28). */
 const parseAnswerTime: FieldParser<EpochMicros | null> = (value) =>
-  value === '' || value === null ? PARSED_NULL : parseCallTime(value);
+  value === '' || value === null ? null : parseCallTime(value);
 
 /**
  * A trunk call record (spec 2.6) to its trunk_calls row; the stream places the call in its window

@@ -9,13 +9,16 @@ import { daysFromCivil, daysInMonth, type EpochMicros } from '../util/micros.js'
  * U+0000, an unpaired surrogate or megabytes of input: it is always storable and readable.
  */
 
-/** The outcome of parsing one value. */
-export type Parsed<T> = { readonly ok: true; readonly value: T } | ParseFailure;
+/**
+ * The outcome of parsing one value: the value itself, or a ParseFailure. A success is not wrapped:
+ * a backfill parses some twenty fields a record, and a wrapper each was a sixth of what it
+ * allocated (docs/performance.md, "A parsed value is not wrapped").
+ */
+export type Parsed<T> = T | ParseFailure;
 
 /** A value that cannot be stored, and why. */
-export interface ParseFailure {
-  readonly ok: false;
-  readonly reason: string;
+export class ParseFailure {
+  constructor(readonly reason: string) {}
 }
 
 /**
@@ -56,11 +59,7 @@ export const OFFSET_MAX_HOURS = 15;
 /** How many characters of a received text a reason quotes. */
 const QUOTE_MAX_LENGTH = 60;
 
-const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
-const fail = (reason: string): ParseFailure => ({ ok: false, reason });
-
-/** A shared success for null, so nullable fields allocate nothing. */
-export const PARSED_NULL: Parsed<null> = Object.freeze({ ok: true, value: null });
+const fail = (reason: string): ParseFailure => new ParseFailure(reason);
 
 // Node 20 has String#isWellFormed; the ES2023 lib that tsconfig targets does not declare it yet.
 const isWellFormedString = (
@@ -116,8 +115,8 @@ export function describeValue(value: unknown): string {
  */
 export function parseText(value: unknown): Parsed<string> {
   const parsed = parseCheckedText(value);
-  if (!parsed.ok) return parsed;
-  const unstorable = unstorableTextReason(parsed.value);
+  if (parsed instanceof ParseFailure) return parsed;
+  const unstorable = unstorableTextReason(parsed);
   return unstorable === undefined ? parsed : fail(unstorable);
 }
 
@@ -132,14 +131,14 @@ export function parseCheckedText(value: unknown): Parsed<string> {
       `must be text of at most ${TEXT_MAX_LENGTH} characters; got a text of ${value.length} characters`,
     );
   }
-  return ok(value);
+  return value;
 }
 
 /** Text that names a record (a primary-key column): non-empty, at most IDENTIFIER_MAX_LENGTH. */
 export function parseIdentifier(value: unknown): Parsed<string> {
   const parsed = parseCheckedIdentifier(value);
-  if (!parsed.ok) return parsed;
-  const unstorable = unstorableTextReason(parsed.value);
+  if (parsed instanceof ParseFailure) return parsed;
+  const unstorable = unstorableTextReason(parsed);
   return unstorable === undefined ? parsed : fail(unstorable);
 }
 
@@ -153,19 +152,17 @@ export function parseCheckedIdentifier(value: unknown): Parsed<string> {
       `must be an identifier of at most ${IDENTIFIER_MAX_LENGTH} characters; got a text of ${value.length} characters`,
     );
   }
-  return ok(value);
+  return value;
 }
 
 /** `true`/`false` as JSON booleans or as the texts "true"/"false". Nothing else. */
 export function parseBoolean(value: unknown): Parsed<boolean> {
-  if (value === true || value === 'true') return PARSED_TRUE;
-  if (value === false || value === 'false') return PARSED_FALSE;
+  if (value === true || value === 'true') return true;
+  if (value === false || value === 'false') return false;
   return fail(
     `must be true or false (a JSON boolean or the text "true" or "false"); got ${describeValue(value)}`,
   );
 }
-const PARSED_TRUE: Parsed<boolean> = Object.freeze({ ok: true, value: true });
-const PARSED_FALSE: Parsed<boolean> = Object.freeze({ ok: true, value: false });
 
 const DECIMAL_FORM = /^-?[0-9]+(?:\.[0-9]+)?$/;
 const DECIMAL_EXPECTED =
@@ -190,7 +187,7 @@ export function parseDecimal(value: unknown): Parsed<string> {
     );
   }
   return DECIMAL_FORM.test(value)
-    ? ok(value)
+    ? value
     : fail(`${DECIMAL_EXPECTED}; got ${describeValue(value)}`);
 }
 
@@ -202,7 +199,7 @@ export function parseInteger(value: unknown): Parsed<number> {
     value >= INTEGER_MIN &&
     value <= INTEGER_MAX
   ) {
-    return ok(value);
+    return value;
   }
   return fail(
     `must be a whole JSON number from ${INTEGER_MIN} to ${INTEGER_MAX}; got ${describeValue(value)}`,
@@ -369,12 +366,12 @@ export function parseTimestamp(value: unknown, options?: TimestampOptions): Pars
     minute * 60 +
     second -
     offsetMinutes * 60;
-  return ok(seconds * 1_000_000 + fraction);
+  return seconds * 1_000_000 + fraction;
 }
 
 /** Wraps a parser so that JSON null is accepted as null. */
 export function orNull<T>(parse: FieldParser<T>): FieldParser<T | null> {
-  return (value) => (value === null ? PARSED_NULL : parse(value));
+  return (value) => (value === null ? null : parse(value));
 }
 
 /** A problem found by findUnstorableText: the top-level key it was under, and why. */
@@ -483,7 +480,7 @@ export function textOrWholeNumberParser(numberText: () => string | undefined): F
   return (value) => {
     if (typeof value !== 'number') return parseText(value);
     const written = numberText() ?? (Number.isSafeInteger(value) ? String(value) : undefined);
-    if (written !== undefined && WHOLE_NUMBER_TEXT.test(written)) return ok(written);
+    if (written !== undefined && WHOLE_NUMBER_TEXT.test(written)) return written;
     return fail(`must be text or a whole JSON number; got ${describeValue(value)}`);
   };
 }

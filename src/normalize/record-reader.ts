@@ -6,6 +6,7 @@ import {
   describeValue,
   findUnstorableText,
   orNull,
+  ParseFailure,
   parseBoolean,
   parseCheckedIdentifier,
   parseCheckedText,
@@ -174,7 +175,7 @@ export class RecordReader {
       return this.readRepeated(key, repeated, parse, fallback);
     }
     const parsed = parse(value);
-    if (parsed.ok) return parsed.value;
+    if (!(parsed instanceof ParseFailure)) return parsed;
     this.reject(key, fieldReason(key, parsed.reason));
     return fallback;
   }
@@ -193,15 +194,15 @@ export class RecordReader {
     let first: T = fallback;
     for (let i = 0; i < values.length; i++) {
       const parsed = parse(values[i]);
-      if (!parsed.ok) {
+      if (parsed instanceof ParseFailure) {
         this.reject(
           key,
           `${fieldReason(key, parsed.reason)} (in one of the ${values.length} times it is given)`,
         );
         return fallback;
       }
-      if (i === 0) first = parsed.value;
-      else if (!sameJson(parsed.value, first)) {
+      if (i === 0) first = parsed;
+      else if (!sameJson(parsed, first)) {
         this.reject(key, repeatedReason(key, values));
         return fallback;
       }
@@ -291,7 +292,7 @@ export function openRecord(record: ReceivedRecord, kind: RecordKind): OpenedReco
   }
   const fields = value as Record<string, unknown>;
   const key = parseIdentifier(fields[kind.keyField]);
-  const recordKey = key.ok ? key.value : undefined;
+  const recordKey = key instanceof ParseFailure ? undefined : key;
   if (record.bytes.length > RECORD_MAX_BYTES) {
     return {
       ok: false,

@@ -14,17 +14,22 @@ import {
   parseTimestamp,
   sameJson,
   toStorableText,
+  ParseFailure,
   type Parsed,
 } from '../../src/normalize/parse.js';
 import { formatIsoMicros, formatServiceTime, parseEpochMicros } from '../../src/util/micros.js';
 
 function valueOf<T>(parsed: Parsed<T>): T {
-  if (!parsed.ok) throw new Error(`expected a value, got the rejection: ${parsed.reason}`);
-  return parsed.value;
+  if (parsed instanceof ParseFailure) {
+    throw new Error(`expected a value, got the rejection: ${parsed.reason}`);
+  }
+  return parsed;
 }
 
 function reasonOf(parsed: Parsed<unknown>): string {
-  if (parsed.ok) throw new Error(`expected a rejection, got ${JSON.stringify(parsed.value)}`);
+  if (!(parsed instanceof ParseFailure)) {
+    throw new Error(`expected a rejection, got ${JSON.stringify(parsed)}`);
+  }
   return parsed.reason;
 }
 
@@ -359,8 +364,8 @@ describe('orNull', () => {
     const parseDecimalOrNull = orNull(parseDecimal);
     expect(valueOf(parseDecimalOrNull(null))).toBeNull();
     expect(valueOf(parseDecimalOrNull('1.50'))).toBe('1.50');
-    expect(parseDecimalOrNull(undefined).ok).toBe(false);
-    expect(parseDecimalOrNull('x').ok).toBe(false);
+    expect(parseDecimalOrNull(undefined)).toBeInstanceOf(ParseFailure);
+    expect(parseDecimalOrNull('x')).toBeInstanceOf(ParseFailure);
   });
 });
 

@@ -110,8 +110,8 @@ const PAUSED = Symbol('paused');
  * spacing between request starts, so no one-second window sees more than `maxRps`, and at most
  * `concurrency` in flight), retries (p-retry as the loop; the delay is telesync's own backoff with
  * jitter and the Retry-After floor), a timeout per exchange, keep-alive connections (its own
- * KeepAliveClient, with a handler that gathers the body: a general client's streams cost a page
- * more CPU than reading it: docs/performance.md), and typed errors. A 429 pauses every
+ * KeepAliveClient, whose handler gathers the body without a stream: a general-purpose client cost
+ * more CPU a request, docs/performance.md), and typed errors. A 429 pauses every
  * request of this transport until its Retry-After has passed, not just the one that got it: the
  * service is telling the whole account to slow down.
  */

@@ -174,6 +174,8 @@ export class BatchLoader {
   #unitTimer: NodeJS.Timeout | undefined;
   /** Withdraws the waiting units from the gate's free connections (LoadGate.whenConnectionFree). */
   #withdrawUnits: (() => void) | undefined;
+  /** `room` calls waiting for the next batch of any lane to be written. */
+  #waitingForWrite: (() => void)[] = [];
 
   constructor(
     private readonly target: LoadTarget,
@@ -247,10 +249,15 @@ export class BatchLoader {
     }
   }
 
-  /** What makes room once written, when there is none: this loader's batches, or the gate's. */
+  /**
+   * What makes room once written, when there is none: this loader's next batch, or the gate's.
+   * The next batch of any lane, not the lanes' queues: a lane with nothing queued has a settled
+   * queue, and waiting on it would return at once, again and again, while another lane's batches
+   * hold the rows past the bound and the event loop never runs to write them.
+   */
   #nextRoom(): Promise<unknown> | undefined {
     if (this.#queuedRows() > this.#maxPendingRows) {
-      return Promise.race(this.#lanes.map((lane) => lane.queue));
+      return new Promise<void>((resolve) => this.#waitingForWrite.push(resolve));
     }
     // Every loader of the process together: another's batch, written, makes the room.
     const gate = this.target.loadGate;
@@ -381,6 +388,9 @@ export class BatchLoader {
       } finally {
         lane.queuedRows -= rows.length;
         this.target.loadGate?.dequeued(rows.length);
+        const waiting = this.#waitingForWrite;
+        this.#waitingForWrite = [];
+        for (const wake of waiting) wake();
       }
     });
     return lane.queue;
@@ -431,8 +441,8 @@ export class BatchLoader {
   }
 }
 
-/** FNV-1a of a row's key: the lane of a key never changes. */
-function keyHash(key: string): number {
+/** FNV-1a of a row's key: the lane of a key (this modulo the lanes) never changes. */
+export function keyHash(key: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) {
     hash ^= key.charCodeAt(i);

@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TRUNK_CALLS } from '../../src/db/table-specs.js';
@@ -308,6 +310,29 @@ describe('BatchLoader', () => {
       .execute();
     expect(stored.map((row) => row.record_key)).toEqual(['r1', 'r2', 'r3']);
     expect(target.stats).toMatchObject({ recordsUpserted: 5, recordsRejected: 3 });
+  });
+
+  it('with one lane holding the rows past its bound and the other idle, room waits for a batch to be written', async () => {
+    // In a process of its own, bounded in time and heap: a room that returned at once for the idle
+    // lane, again and again, would never let the event loop write the batch it waits for.
+    const scenario = fileURLToPath(new URL('../support/loader-room-scenario.ts', import.meta.url));
+    const outcome = await new Promise<string>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ['--max-old-space-size=256', '--import', 'tsx', scenario],
+        { timeout: 60_000 },
+        (error, stdout, stderr) =>
+          error === null
+            ? resolve(stdout)
+            : reject(new Error(`the loader's room never returned: ${stderr || error.message}`)),
+      );
+    });
+    const seen = JSON.parse(outcome) as Record<string, number>;
+    expect(seen.buffered).toBe(50);
+    // It waited for the gate to let lane 1's batch go, and returned once that batch was written.
+    expect(seen.waitedMs).toBeGreaterThanOrEqual(250);
+    expect(seen.upsertedWhenRoom).toBe(50);
+    expect(seen.upserted).toBe(50);
   });
 
   it('runs side by side load on one lane each; one run alone on two, or on the one connection of the gate', () => {

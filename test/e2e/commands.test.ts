@@ -9,7 +9,7 @@ import { jsonLines } from '../support/command-output.js';
 import { harnessTarget } from '../support/test-database.js';
 import { canFakeClock, fakedClockEnv } from '../support/faked-clock.js';
 import { runTelesync } from '../support/run-telesync.js';
-import { utcDaysTouched } from '../support/utc-days.js';
+import { horizonStartAt, utcDaysTouched } from '../support/utc-days.js';
 
 /** The UTC date after a YYYY-MM-DD one: a midnight may pass between the test's clock and the run's. */
 const nextDay = (date: string) =>
@@ -176,8 +176,7 @@ describe('backfill', () => {
     const to = new Date(Date.now() - 88 * 24 * 3600 * 1000).toISOString().slice(0, 10);
     // A window a UTC day from the horizon (10 minutes inside the 90 days) to --to: two, or one
     // from 23:50 UTC, when the horizon has moved into the later day.
-    const windowsAt = (at: number) =>
-      utcDaysTouched(new Date(at - 90 * 24 * 3600 * 1000 + 10 * 60_000).toISOString(), to).length;
+    const windowsAt = (at: number) => utcDaysTouched(horizonStartAt(at), to).length;
     const before = Date.now();
     const result = await runTelesync(['backfill', '--from', from, '--to', to], cli.env);
     expect(result.code, result.stderr).toBe(0);

@@ -10,7 +10,13 @@ import { freePort, waitFor } from '../support/telesync-process.js';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { scheduleVariable } from '../../src/config/config-defaults.js';
 import type { CliDatabase } from '../support/test-database.js';
-import { clearOfUtcMidnight, utcDaysTouched } from '../support/utc-days.js';
+import {
+  clearOfUtcMidnight,
+  cutOffDayAt,
+  horizonStartAt,
+  settledEndAt,
+  utcDaysTouched,
+} from '../support/utc-days.js';
 import { SCHEDULES_OFF } from '../support/schedules-off.js';
 
 /**
@@ -49,8 +55,7 @@ interface VerifyDay {
  * when one of the two has just crossed a midnight (23:50 to 00:05 UTC).
  */
 function comparedDayCount(atMs: number): number {
-  const from = new Date(atMs - 90 * DAY_MS + 10 * 60_000).toISOString();
-  return utcDaysTouched(from, new Date(atMs - 5 * 60_000).toISOString()).length;
+  return utcDaysTouched(horizonStartAt(atMs), settledEndAt(atMs)).length;
 }
 
 /**
@@ -58,7 +63,7 @@ function comparedDayCount(atMs: number): number {
  * those from the day of the 90-day cut-off (no margin) on.
  */
 function summaryDayCount(atMs: number, oldest: string, newest: string): number {
-  const cutOffDay = new Date(atMs - 90 * DAY_MS).toISOString().slice(0, 10);
+  const cutOffDay = cutOffDayAt(atMs);
   const from = cutOffDay > oldest ? cutOffDay : oldest;
   return utcDaysTouched(`${from}T00:00:00Z`, `${newest}T00:00:01Z`).length;
 }
@@ -272,7 +277,7 @@ describe('telesync verify after a 90-day backfill', () => {
 
   it('does not report rows of the oldest day stored from before the 90-day cut-off', async () => {
     // A row read while the cut-off was earlier: the service no longer counts that part of the day.
-    const cutOff = Date.now() - 90 * DAY_MS + 10 * 60_000;
+    const cutOff = Date.parse(horizonStartAt(Date.now()));
     const dayStart = Math.floor(cutOff / DAY_MS) * DAY_MS;
     const endTime = new Date(cutOff - Math.min(5 * 60_000, (cutOff - dayStart) / 2)).toISOString();
     await cli.database.inspect(async ({ db }) => {
@@ -381,7 +386,7 @@ describe('telesync verify after a 90-day backfill', () => {
       });
       // The tampered day differs; every other day verified since the cut-off's day agrees.
       const times = [before, Date.now()];
-      const settledDay = (at: number) => new Date(at - 5 * 60_000).toISOString().slice(0, 10);
+      const settledDay = (at: number) => settledEndAt(at).slice(0, 10);
       expect(
         times.flatMap((at) =>
           times.map((end) => summaryDayCount(at, clean[0]!.day, settledDay(end))),

@@ -1,4 +1,25 @@
+import { CONFIG_DEFAULTS } from '../../src/config/config-defaults.js';
+import { TRUNK_HISTORY_DAYS } from '../../src/domain/service-rules.js';
+import { horizonStart, plannerSettings, settledEnd } from '../../src/sync/window-planner.js';
+import { epochMicrosFromMillis, formatIsoMicros } from '../../src/util/micros.js';
+
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Where a run at `atMs` starts reading: the planner's horizon (the margin inside the 90 days). */
+export function horizonStartAt(atMs: number): string {
+  return formatIsoMicros(horizonStart(epochMicrosFromMillis(atMs)));
+}
+
+/** Where a run at `atMs` stops reading with the default settle lag (exclusive). */
+export function settledEndAt(atMs: number): string {
+  const settings = plannerSettings(CONFIG_DEFAULTS);
+  return formatIsoMicros(settledEnd(epochMicrosFromMillis(atMs), settings));
+}
+
+/** The UTC day (YYYY-MM-DD) of the service's own cut-off at `atMs`, 90 days back, no margin. */
+export function cutOffDayAt(atMs: number): string {
+  return new Date(atMs - TRUNK_HISTORY_DAYS * DAY_MS).toISOString().slice(0, 10);
+}
 
 /**
  * The UTC days (YYYY-MM-DD) that [from, to) touches, oldest first: the day windows of a backfill

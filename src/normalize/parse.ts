@@ -13,7 +13,8 @@ import { daysFromCivil, daysInMonth, type EpochMicros } from '../util/micros.js'
  * The outcome of parsing one value: the value itself, or a ParseFailure. A success is not wrapped:
  * the record reader calls every parser through one call site, where V8 cannot drop a wrapper, and
  * a backfill parses some twenty fields a record (docs/performance.md, "A parsed value is not
- * wrapped").
+ * wrapped"). Told apart by `instanceof ParseFailure`, which holds while no parser stores a
+ * ParseFailure as a value: every T here is a text, number, boolean, null or plain structure.
  */
 export type Parsed<T> = T | ParseFailure;
 
@@ -59,8 +60,6 @@ export const OFFSET_MAX_HOURS = 15;
 
 /** How many characters of a received text a reason quotes. */
 const QUOTE_MAX_LENGTH = 60;
-
-const fail = (reason: string): ParseFailure => new ParseFailure(reason);
 
 // Node 20 has String#isWellFormed; the ES2023 lib that tsconfig targets does not declare it yet.
 const isWellFormedString = (
@@ -118,7 +117,7 @@ export function parseText(value: unknown): Parsed<string> {
   const parsed = parseCheckedText(value);
   if (parsed instanceof ParseFailure) return parsed;
   const unstorable = unstorableTextReason(parsed);
-  return unstorable === undefined ? parsed : fail(unstorable);
+  return unstorable === undefined ? parsed : new ParseFailure(unstorable);
 }
 
 /**
@@ -126,9 +125,10 @@ export function parseText(value: unknown): Parsed<string> {
  * text in it is storable already, so only the type and the length are left to check.
  */
 export function parseCheckedText(value: unknown): Parsed<string> {
-  if (typeof value !== 'string') return fail(`must be text; got ${describeValue(value)}`);
+  if (typeof value !== 'string')
+    return new ParseFailure(`must be text; got ${describeValue(value)}`);
   if (value.length > TEXT_MAX_LENGTH) {
-    return fail(
+    return new ParseFailure(
       `must be text of at most ${TEXT_MAX_LENGTH} characters; got a text of ${value.length} characters`,
     );
   }
@@ -140,16 +140,18 @@ export function parseIdentifier(value: unknown): Parsed<string> {
   const parsed = parseCheckedIdentifier(value);
   if (parsed instanceof ParseFailure) return parsed;
   const unstorable = unstorableTextReason(parsed);
-  return unstorable === undefined ? parsed : fail(unstorable);
+  return unstorable === undefined ? parsed : new ParseFailure(unstorable);
 }
 
 /** parseIdentifier for a field of a record `openRecord` has checked whole (see parseCheckedText). */
 export function parseCheckedIdentifier(value: unknown): Parsed<string> {
   if (typeof value !== 'string' || value === '') {
-    return fail(`must be non-empty text identifying the record; got ${describeValue(value)}`);
+    return new ParseFailure(
+      `must be non-empty text identifying the record; got ${describeValue(value)}`,
+    );
   }
   if (value.length > IDENTIFIER_MAX_LENGTH) {
-    return fail(
+    return new ParseFailure(
       `must be an identifier of at most ${IDENTIFIER_MAX_LENGTH} characters; got a text of ${value.length} characters`,
     );
   }
@@ -160,7 +162,7 @@ export function parseCheckedIdentifier(value: unknown): Parsed<string> {
 export function parseBoolean(value: unknown): Parsed<boolean> {
   if (value === true || value === 'true') return true;
   if (value === false || value === 'false') return false;
-  return fail(
+  return new ParseFailure(
     `must be true or false (a JSON boolean or the text "true" or "false"); got ${describeValue(value)}`,
   );
 }
@@ -176,20 +178,20 @@ const DECIMAL_EXPECTED =
  */
 export function parseDecimal(value: unknown): Parsed<string> {
   if (typeof value !== 'string') {
-    return fail(
+    return new ParseFailure(
       typeof value === 'number'
         ? `${DECIMAL_EXPECTED}, not a JSON number, whose digits may already be lost; got ${describeValue(value)}`
         : `${DECIMAL_EXPECTED}; got ${describeValue(value)}`,
     );
   }
   if (value.length > DECIMAL_MAX_LENGTH) {
-    return fail(
+    return new ParseFailure(
       `${DECIMAL_EXPECTED} of at most ${DECIMAL_MAX_LENGTH} characters; got a text of ${value.length} characters`,
     );
   }
   return DECIMAL_FORM.test(value)
     ? value
-    : fail(`${DECIMAL_EXPECTED}; got ${describeValue(value)}`);
+    : new ParseFailure(`${DECIMAL_EXPECTED}; got ${describeValue(value)}`);
 }
 
 /** A JSON integer that fits a Postgres `integer`. Text such as "21" is refused. */
@@ -202,7 +204,7 @@ export function parseInteger(value: unknown): Parsed<number> {
   ) {
     return value;
   }
-  return fail(
+  return new ParseFailure(
     `must be a whole JSON number from ${INTEGER_MIN} to ${INTEGER_MAX}; got ${describeValue(value)}`,
   );
 }
@@ -244,7 +246,7 @@ function twoDigits(text: string, at: number): number {
 }
 
 function timestampFailure(expected: string, text: string, detail?: string): ParseFailure {
-  return fail(
+  return new ParseFailure(
     `${expected}; got ${describeValue(text)}${detail === undefined ? '' : ` (${detail})`}`,
   );
 }
@@ -267,7 +269,8 @@ function timestampFailure(expected: string, text: string, detail?: string): Pars
 export function parseTimestamp(value: unknown, options?: TimestampOptions): Parsed<EpochMicros> {
   const utcWithoutOffset = options?.withoutOffset === 'utc';
   const expected = utcWithoutOffset ? TIMESTAMP_EXPECTED_UTC : TIMESTAMP_EXPECTED;
-  if (typeof value !== 'string') return fail(`${expected}; got ${describeValue(value)}`);
+  if (typeof value !== 'string')
+    return new ParseFailure(`${expected}; got ${describeValue(value)}`);
   const text = value;
   if (text.length < SECONDS_END) return timestampFailure(expected, text);
   const century = twoDigits(text, 0);
@@ -482,6 +485,6 @@ export function textOrWholeNumberParser(numberText: () => string | undefined): F
     if (typeof value !== 'number') return parseText(value);
     const written = numberText() ?? (Number.isSafeInteger(value) ? String(value) : undefined);
     if (written !== undefined && WHOLE_NUMBER_TEXT.test(written)) return written;
-    return fail(`must be text or a whole JSON number; got ${describeValue(value)}`);
+    return new ParseFailure(`must be text or a whole JSON number; got ${describeValue(value)}`);
   };
 }

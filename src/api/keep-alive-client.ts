@@ -407,7 +407,7 @@ export class ResponseParser {
         if (data.length === 0) return framing.remaining === 0 ? this.#finished(true) : 'more';
         const piece = data.length <= framing.remaining ? data : data.subarray(0, framing.remaining);
         framing.remaining -= piece.length;
-        handler.onResponseData(controller, piece);
+        if (piece.length > 0) handler.onResponseData(controller, piece);
         if (framing.remaining > 0) return 'more';
         return this.#finished(piece.length === data.length);
       }

@@ -14,11 +14,13 @@ const controller: ExchangeController = { abort: () => undefined };
 function recorder(): ResponseHandler & {
   heads: { status: number; headers: ResponseHeaders }[];
   body: () => string;
+  pieces: Buffer[];
 } {
   const pieces: Buffer[] = [];
   const heads: { status: number; headers: ResponseHeaders }[] = [];
   return {
     heads,
+    pieces,
     body: () => Buffer.concat(pieces).toString('utf8'),
     onRequestStart: () => undefined,
     onResponseStart: (_controller, status, headers) => heads.push({ status, headers }),
@@ -99,6 +101,10 @@ describe('ResponseParser', () => {
     const extra = feed('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1', 100);
     expect(extra.outcome).toBe('close');
     expect(extra.handler.body()).toBe('ok');
+    // An empty body followed by bytes: nothing is passed on as its data, not even an empty piece.
+    const empty = feed('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1', 100);
+    expect(empty.outcome).toBe('close');
+    expect(empty.handler.pieces).toEqual([]);
   });
 
   it('reads how long the server keeps the connection idle from its Keep-Alive header', () => {

@@ -9,10 +9,10 @@ import { runTelesync, startTelesync, type CommandResult } from '../support/run-t
 import { freePort, waitFor } from '../support/telesync-process.js';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { scheduleVariable } from '../../src/config/config-defaults.js';
+import { retrievableSinceDay } from '../../src/domain/verify-days.js';
 import type { CliDatabase } from '../support/test-database.js';
 import {
   clearOfUtcMidnight,
-  cutOffDayAt,
   horizonStartAt,
   settledEndAt,
   utcDaysTouched,
@@ -63,7 +63,7 @@ function comparedDayCount(atMs: number): number {
  * those from the day of the 90-day cut-off (no margin) on.
  */
 function summaryDayCount(atMs: number, oldest: string, newest: string): number {
-  const cutOffDay = cutOffDayAt(atMs);
+  const cutOffDay = retrievableSinceDay(epochMicrosFromMillis(atMs));
   const from = cutOffDay > oldest ? cutOffDay : oldest;
   return utcDaysTouched(`${from}T00:00:00Z`, `${newest}T00:00:01Z`).length;
 }

@@ -1,5 +1,4 @@
 import { CONFIG_DEFAULTS } from '../../src/config/config-defaults.js';
-import { TRUNK_HISTORY_DAYS } from '../../src/domain/service-rules.js';
 import { horizonStart, plannerSettings, settledEnd } from '../../src/sync/window-planner.js';
 import { epochMicrosFromMillis, formatIsoMicros } from '../../src/util/micros.js';
 
@@ -14,11 +13,6 @@ export function horizonStartAt(atMs: number): string {
 export function settledEndAt(atMs: number): string {
   const settings = plannerSettings(CONFIG_DEFAULTS);
   return formatIsoMicros(settledEnd(epochMicrosFromMillis(atMs), settings));
-}
-
-/** The UTC day (YYYY-MM-DD) of the service's own cut-off at `atMs`, 90 days back, no margin. */
-export function cutOffDayAt(atMs: number): string {
-  return new Date(atMs - TRUNK_HISTORY_DAYS * DAY_MS).toISOString().slice(0, 10);
 }
 
 /**
